@@ -1,0 +1,66 @@
+//! Machine-readable descriptions of every hand-written declaration.
+//!
+//! The declaration macros in [`crate::types`], [`crate::constants`] and
+//! [`crate::functions`] emit these tables from the very tokens they declare,
+//! so the audit test (`tests/audit.rs`) enumerates what we actually declare
+//! rather than a hand-kept list.
+
+/// One `pub type NAME = TARGET;` declaration.
+#[derive(Debug, Clone, Copy)]
+pub struct AliasDecl {
+    pub name: &'static str,
+    /// The Rust type tokens of the target, as written.
+    pub target: &'static str,
+}
+
+/// One `#[repr(C)]` struct with its layout as Rust computes it.
+#[derive(Debug, Clone, Copy)]
+pub struct StructDecl {
+    pub name: &'static str,
+    pub size: usize,
+    pub align: usize,
+    /// (field name, offset, type tokens)
+    pub fields: &'static [(&'static str, usize, &'static str)],
+}
+
+/// One constant (enum value or flag).
+#[derive(Debug, Clone, Copy)]
+pub struct ConstDecl {
+    pub name: &'static str,
+    /// The type tokens of the constant.
+    pub ty: &'static str,
+    pub value: i128,
+}
+
+/// One driver entry point.
+#[derive(Debug, Clone, Copy)]
+pub struct FunctionDecl {
+    /// Base name passed to `cuGetProcAddress`.
+    pub name: &'static str,
+    /// ABI version passed to `cuGetProcAddress`; the header's typedef is
+    /// `PFN_<name>_v<abi_version>`.
+    pub abi_version: i32,
+    /// Whether loading fails without it (else the feature reports
+    /// "unsupported by this driver").
+    pub required: bool,
+    /// (parameter name, type tokens), in order.
+    pub params: &'static [(&'static str, &'static str)],
+    pub ret: &'static str,
+}
+
+/// All struct declarations.
+pub fn structs() -> &'static [StructDecl] {
+    crate::types::STRUCTS
+}
+/// All typedef declarations.
+pub fn aliases() -> &'static [AliasDecl] {
+    crate::types::ALIASES
+}
+/// All constants.
+pub fn constants() -> &'static [ConstDecl] {
+    crate::constants::CONSTANTS
+}
+/// All entry points resolved through `cuGetProcAddress`.
+pub fn functions() -> &'static [FunctionDecl] {
+    crate::functions::FUNCTIONS
+}

@@ -1,0 +1,94 @@
+//! Enum values and flags of the CUDA driver API, checked against `cuda.h`
+//! of CUDA 12.9 and 13.0 by `tests/audit.rs`.
+
+use crate::audit::ConstDecl;
+use crate::types::*;
+
+/// Declares constants grouped by type and records them in [`CONSTANTS`].
+macro_rules! constants {
+    ($( $ty:ident { $( $(#[$m:meta])* $name:ident = $value:expr ),* $(,)? } )*) => {
+        $( $( $(#[$m])* pub const $name: $ty = $value; )* )*
+        /// Every constant declared in this module, for the audit.
+        pub const CONSTANTS: &[ConstDecl] = &[
+            $( $( ConstDecl { name: stringify!($name), ty: stringify!($ty), value: $name as i128 } ),* ),*
+        ];
+    };
+}
+
+constants! {
+    CUresult {
+        CUDA_SUCCESS = 0,
+        CUDA_ERROR_INVALID_VALUE = 1,
+        CUDA_ERROR_OUT_OF_MEMORY = 2,
+        CUDA_ERROR_NOT_INITIALIZED = 3,
+        CUDA_ERROR_DEINITIALIZED = 4,
+        CUDA_ERROR_NO_DEVICE = 100,
+        CUDA_ERROR_INVALID_DEVICE = 101,
+        CUDA_ERROR_INVALID_IMAGE = 200,
+        CUDA_ERROR_INVALID_CONTEXT = 201,
+        CUDA_ERROR_NO_BINARY_FOR_GPU = 209,
+        CUDA_ERROR_INVALID_PTX = 218,
+        CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222,
+        CUDA_ERROR_INVALID_HANDLE = 400,
+        CUDA_ERROR_NOT_FOUND = 500,
+        CUDA_ERROR_NOT_READY = 600,
+        CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+        CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
+        CUDA_ERROR_LAUNCH_FAILED = 719,
+        CUDA_ERROR_NOT_SUPPORTED = 801,
+        CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
+        CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
+        CUDA_ERROR_STREAM_CAPTURE_MERGE = 902,
+        CUDA_ERROR_STREAM_CAPTURE_UNMATCHED = 903,
+        CUDA_ERROR_STREAM_CAPTURE_UNJOINED = 904,
+        CUDA_ERROR_STREAM_CAPTURE_ISOLATION = 905,
+        CUDA_ERROR_STREAM_CAPTURE_IMPLICIT = 906,
+        CUDA_ERROR_CAPTURED_EVENT = 907,
+        CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD = 908,
+        CUDA_ERROR_UNKNOWN = 999,
+    }
+    CUstreamCaptureMode {
+        CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
+        CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+        CU_STREAM_CAPTURE_MODE_RELAXED = 2,
+    }
+    CUstreamCaptureStatus {
+        CU_STREAM_CAPTURE_STATUS_NONE = 0,
+        CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
+        CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2,
+    }
+    CUstream_flags {
+        CU_STREAM_DEFAULT = 0,
+        CU_STREAM_NON_BLOCKING = 1,
+    }
+    CUevent_flags {
+        CU_EVENT_DEFAULT = 0,
+        CU_EVENT_BLOCKING_SYNC = 1,
+        CU_EVENT_DISABLE_TIMING = 2,
+    }
+    CUdevice_attribute {
+        CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
+        CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+        CU_DEVICE_ATTRIBUTE_PCI_BUS_ID = 33,
+        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+    }
+    CUjit_option {
+        CU_JIT_INFO_LOG_BUFFER = 3,
+        CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
+        CU_JIT_ERROR_LOG_BUFFER = 5,
+        CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+    }
+    CUdriverProcAddress_flags {
+        CU_GET_PROC_ADDRESS_DEFAULT = 0,
+    }
+    CUdriverProcAddressQueryResult {
+        CU_GET_PROC_ADDRESS_SUCCESS = 0,
+        CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND = 1,
+        CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2,
+    }
+    CUgraphExecUpdateResult {
+        CU_GRAPH_EXEC_UPDATE_SUCCESS = 0,
+        CU_GRAPH_EXEC_UPDATE_ERROR = 1,
+    }
+}

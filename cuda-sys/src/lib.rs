@@ -1,0 +1,32 @@
+//! Hand-audited bindings of the CUDA **driver** API subset that fc-graph uses.
+//!
+//! Nothing here links against `libcuda`: [`Driver::load`] opens the library at
+//! run time with `libloading` and resolves every entry point through
+//! `cuGetProcAddress` with the exact ABI version written next to its
+//! declaration in [`functions`]. A missing library or symbol is a
+//! [`LoadError`], never a panic.
+//!
+//! Layout:
+//! - [`types`]: scalar typedefs, opaque handles and structs;
+//! - [`constants`]: enum values and flags;
+//! - [`functions`]: the entry-point table (name, ABI version, signature,
+//!   required or optional, oldest driver that has it);
+//! - [`loader`]: opening the library and filling the table;
+//! - [`audit`]: the machine-readable description of all of the above, which
+//!   `tests/audit.rs` compares against NVIDIA's `cuda.h` for CUDA 12 and 13.
+
+#![allow(non_camel_case_types, non_snake_case)]
+
+pub mod audit;
+pub mod constants;
+pub mod functions;
+pub mod loader;
+pub mod types;
+
+pub use constants::*;
+pub use functions::DriverFns;
+pub use loader::{Driver, LoadError, FC_CUDA_LIBRARY_ENV};
+pub use types::*;
+
+/// Oldest driver API version the library supports: CUDA 11.4 (driver 470).
+pub const MIN_DRIVER_VERSION: i32 = 11040;

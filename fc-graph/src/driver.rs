@@ -1,0 +1,143 @@
+//! The process-wide driver handle, error conversion, and the two guards
+//! every driver call goes through: the current-context binding and the
+//! capture-mode shield.
+
+use std::sync::OnceLock;
+
+use cuda_sys::*;
+
+use crate::error::{Error, Result};
+
+static DRIVER: OnceLock<Result<Driver>> = OnceLock::new();
+
+/// The loaded and initialised driver (`cuInit(0)` done), loaded on first use.
+/// Without a driver this is an error value, never a panic.
+pub fn driver() -> Result<&'static Driver> {
+    DRIVER
+        .get_or_init(|| {
+            let d = Driver::load()?;
+            // SAFETY: cuInit has no pointer arguments; flags must be 0.
+            let res = unsafe { (d.cuInit)(0) };
+            check_with(&d, "cuInit", res)?;
+            Ok(d)
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// Converts a driver status into a `Result`, naming the call.
+pub(crate) fn check(call: &'static str, res: CUresult) -> Result<()> {
+    if res == CUDA_SUCCESS {
+        return Ok(());
+    }
+    match driver() {
+        Ok(d) => check_with(d, call, res),
+        Err(_) => Err(Error::Cuda {
+            call,
+            code: res,
+            name: format!("CUDA_ERROR_{res}"),
+            description: String::new(),
+        }),
+    }
+}
+
+fn check_with(d: &Driver, call: &'static str, res: CUresult) -> Result<()> {
+    if res == CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(Error::Cuda {
+            call,
+            code: res,
+            name: d.error_name(res),
+            description: d.error_string(res),
+        })
+    }
+}
+
+/// Makes a context current on this thread for the guard's life, and puts
+/// back whatever was current before. A no-op when it already is current.
+pub(crate) struct ContextBinding {
+    pushed: bool,
+}
+
+impl ContextBinding {
+    pub(crate) fn bind(d: &Driver, ctx: CUcontext) -> Result<ContextBinding> {
+        let mut current: CUcontext = std::ptr::null_mut();
+        // SAFETY: valid out-pointer.
+        check("cuCtxGetCurrent", unsafe {
+            (d.cuCtxGetCurrent)(&mut current)
+        })?;
+        if current == ctx {
+            return Ok(ContextBinding { pushed: false });
+        }
+        // SAFETY: `ctx` is a retained primary context, alive while the caller holds it.
+        check("cuCtxPushCurrent", unsafe { (d.cuCtxPushCurrent)(ctx) })?;
+        Ok(ContextBinding { pushed: true })
+    }
+}
+
+impl Drop for ContextBinding {
+    fn drop(&mut self) {
+        if !self.pushed {
+            return;
+        }
+        if let Ok(d) = driver() {
+            let mut popped: CUcontext = std::ptr::null_mut();
+            // SAFETY: we pushed a context in `bind` on this same thread.
+            let _ = unsafe { (d.cuCtxPopCurrent)(&mut popped) };
+        }
+    }
+}
+
+/// The capture-mode shield: while alive, this thread's stream-capture
+/// interaction mode is RELAXED, so a capture another library opened in
+/// GLOBAL or THREAD_LOCAL mode on another stream can neither refuse our
+/// "potentially unsafe" call nor be invalidated by it. Restores the
+/// previous mode on drop.
+pub(crate) struct CaptureShield<'d> {
+    driver: &'d Driver,
+    previous: CUstreamCaptureMode,
+}
+
+impl<'d> CaptureShield<'d> {
+    pub(crate) fn raise(driver: &'d Driver) -> Result<CaptureShield<'d>> {
+        let mut mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+        // SAFETY: valid in/out pointer to a capture mode.
+        check("cuThreadExchangeStreamCaptureMode", unsafe {
+            (driver.cuThreadExchangeStreamCaptureMode)(&mut mode)
+        })?;
+        Ok(CaptureShield {
+            driver,
+            previous: mode,
+        })
+    }
+}
+
+impl Drop for CaptureShield<'_> {
+    fn drop(&mut self) {
+        let mut mode = self.previous;
+        // SAFETY: valid in/out pointer; restores the mode `raise` replaced.
+        let _ = unsafe { (self.driver.cuThreadExchangeStreamCaptureMode)(&mut mode) };
+    }
+}
+
+/// Runs `f` with `ctx` current and the capture shield raised: the wrapper
+/// for every potentially unsafe call (allocate, free, synchronize, load a
+/// module, instantiate, launch or destroy a graph).
+pub(crate) fn shielded<T>(
+    ctx: CUcontext,
+    f: impl FnOnce(&'static Driver) -> Result<T>,
+) -> Result<T> {
+    let d = driver()?;
+    let _bind = ContextBinding::bind(d, ctx)?;
+    let _shield = CaptureShield::raise(d)?;
+    f(d)
+}
+
+/// Runs `f` with `ctx` current (no shield): for stream work such as kernel
+/// launches and async copies, which are legal during captures.
+pub(crate) fn bound<T>(ctx: CUcontext, f: impl FnOnce(&'static Driver) -> Result<T>) -> Result<T> {
+    let d = driver()?;
+    let _bind = ContextBinding::bind(d, ctx)?;
+    f(d)
+}

@@ -1,0 +1,77 @@
+//! Timing events on a context's stream.
+
+use cuda_sys::*;
+
+use crate::context::Context;
+use crate::driver::check;
+use crate::error::Result;
+
+/// A CUDA event recorded on its context's stream.
+pub struct Event {
+    ctx: Context,
+    raw: CUevent,
+}
+
+// SAFETY: event handles may be used from any thread.
+unsafe impl Send for Event {}
+// SAFETY: all operations go through the driver, which synchronises them.
+unsafe impl Sync for Event {}
+
+impl Event {
+    /// A timing event on `ctx`.
+    pub fn new(ctx: &Context) -> Result<Event> {
+        let raw = ctx.bound(|d| {
+            let mut e: CUevent = std::ptr::null_mut();
+            // SAFETY: valid out-pointer; the context is current.
+            check("cuEventCreate", unsafe {
+                (d.cuEventCreate)(&mut e, CU_EVENT_DEFAULT)
+            })?;
+            Ok(e)
+        })?;
+        Ok(Event {
+            ctx: ctx.clone(),
+            raw,
+        })
+    }
+
+    /// Records the event on the context's stream.
+    pub fn record(&self) -> Result<()> {
+        let (e, s) = (self.raw, self.ctx.raw_stream());
+        self.ctx.bound(|d| {
+            // SAFETY: live event and stream of one context.
+            check("cuEventRecord", unsafe { (d.cuEventRecord)(e, s) })
+        })
+    }
+
+    /// Waits until the work recorded before the event is done.
+    pub fn synchronize(&self) -> Result<()> {
+        let e = self.raw;
+        self.ctx.shielded(|d| {
+            // SAFETY: live event.
+            check("cuEventSynchronize", unsafe { (d.cuEventSynchronize)(e) })
+        })
+    }
+
+    /// Milliseconds of device time from `start` to this event.
+    pub fn elapsed_ms_since(&self, start: &Event) -> Result<f32> {
+        let (s, e) = (start.raw, self.raw);
+        self.ctx.bound(|d| {
+            let mut ms = 0f32;
+            // SAFETY: valid out-pointer; both events are live and recorded.
+            check("cuEventElapsedTime", unsafe {
+                (d.cuEventElapsedTime)(&mut ms, s, e)
+            })?;
+            Ok(ms)
+        })
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        let e = self.raw;
+        let _ = self.ctx.bound(|d| {
+            // SAFETY: destroyed once.
+            check("cuEventDestroy", unsafe { (d.cuEventDestroy)(e) })
+        });
+    }
+}

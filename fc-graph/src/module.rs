@@ -1,0 +1,383 @@
+//! User device code: PTX modules, kernels looked up by name, and checked
+//! launches (eager, or recorded when the context captures).
+
+use std::ffi::CString;
+use std::os::raw::{c_char, c_uint, c_void};
+use std::sync::Arc;
+
+use cuda_sys::*;
+
+use crate::buffer::DeviceBuffer;
+use crate::context::Context;
+use crate::driver::{bound, check};
+use crate::error::{Error, Result};
+use crate::ptx_params::{find_entry, parse_entries, ParamKind, PtxEntry, PtxParam};
+
+/// A loaded module and the context it belongs to; unloaded on drop.
+pub(crate) struct ModuleHandle {
+    raw_ctx: CUcontext,
+    module: CUmodule,
+    entries: Vec<PtxEntry>,
+}
+
+// SAFETY: module handles may be used from any thread of the process.
+unsafe impl Send for ModuleHandle {}
+// SAFETY: the handle is immutable after loading.
+unsafe impl Sync for ModuleHandle {}
+
+impl ModuleHandle {
+    /// JIT-compiles `ptx` in the context `raw_ctx` (shielded: module loads
+    /// are "potentially unsafe" during other threads' captures).
+    pub(crate) fn load(raw_ctx: CUcontext, ptx: &str) -> Result<ModuleHandle> {
+        let entries = parse_entries(ptx).map_err(|e| Error::invalid(format!("PTX: {e}")))?;
+        let image =
+            CString::new(ptx).map_err(|_| Error::invalid("PTX text contains a NUL byte"))?;
+        let module = crate::driver::shielded(raw_ctx, |d| {
+            let mut log = vec![0u8; 8192];
+            let mut options = [CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
+            let mut values = [log.as_mut_ptr().cast::<c_void>(), log.len() as *mut c_void];
+            let mut m: CUmodule = std::ptr::null_mut();
+            // SAFETY: `image` is NUL-terminated PTX; the option arrays have two
+            // entries each and the log buffer outlives the call.
+            let res = unsafe {
+                (d.cuModuleLoadDataEx)(
+                    &mut m,
+                    image.as_ptr().cast(),
+                    options.len() as c_uint,
+                    options.as_mut_ptr(),
+                    values.as_mut_ptr(),
+                )
+            };
+            check("cuModuleLoadDataEx", res).map_err(|e| with_jit_log(e, &log))?;
+            Ok(m)
+        })?;
+        Ok(ModuleHandle {
+            raw_ctx,
+            module,
+            entries,
+        })
+    }
+
+    /// Looks a kernel up by name.
+    pub(crate) fn function(&self, name: &str) -> Result<(CUfunction, PtxEntry)> {
+        let entry = find_entry(&self.entries, name)
+            .ok_or_else(|| Error::invalid(format!("no kernel named {name:?} in the module")))?
+            .clone();
+        let cname =
+            CString::new(name).map_err(|_| Error::invalid("kernel name contains a NUL byte"))?;
+        let module = self.module;
+        let f = bound(self.raw_ctx, |d| {
+            let mut f: CUfunction = std::ptr::null_mut();
+            // SAFETY: valid out-pointer, live module, NUL-terminated name.
+            check("cuModuleGetFunction", unsafe {
+                (d.cuModuleGetFunction)(&mut f, module, cname.as_ptr() as *const c_char)
+            })?;
+            Ok(f)
+        })?;
+        Ok((f, entry))
+    }
+}
+
+/// Appends the JIT's error log to a load failure.
+fn with_jit_log(e: Error, log: &[u8]) -> Error {
+    let text: String = String::from_utf8_lossy(log)
+        .trim_end_matches('\0')
+        .trim()
+        .to_string();
+    match e {
+        Error::Cuda {
+            call,
+            code,
+            name,
+            description,
+        } if !text.is_empty() => Error::Cuda {
+            call,
+            code,
+            name,
+            description: format!("{description}; JIT log: {text}"),
+        },
+        other => other,
+    }
+}
+
+impl Drop for ModuleHandle {
+    fn drop(&mut self) {
+        let module = self.module;
+        let _ = crate::driver::shielded(self.raw_ctx, |d| {
+            // SAFETY: loaded by us, unloaded once; kernels hold the handle alive.
+            check("cuModuleUnload", unsafe { (d.cuModuleUnload)(module) })
+        });
+    }
+}
+
+/// A PTX module loaded into a context.
+#[derive(Clone)]
+pub struct Module {
+    ctx: Context,
+    handle: Arc<ModuleHandle>,
+}
+
+impl Module {
+    /// Loads (JIT-compiles) `ptx` into `ctx`.
+    pub fn from_ptx(ctx: &Context, ptx: &str) -> Result<Module> {
+        Ok(Module {
+            ctx: ctx.clone(),
+            handle: Arc::new(ModuleHandle::load(ctx.raw_context(), ptx)?),
+        })
+    }
+
+    /// The `.entry` kernels the PTX declares.
+    pub fn entries(&self) -> &[PtxEntry] {
+        &self.handle.entries
+    }
+
+    /// A kernel by name.
+    pub fn kernel(&self, name: &str) -> Result<Kernel> {
+        let (func, entry) = self.handle.function(name)?;
+        Ok(Kernel {
+            ctx: self.ctx.clone(),
+            _module: self.handle.clone(),
+            func,
+            entry,
+        })
+    }
+}
+
+/// Grid, block and dynamic shared memory of a launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchConfig {
+    pub grid: (u32, u32, u32),
+    pub block: (u32, u32, u32),
+    pub shared_mem_bytes: u32,
+}
+
+impl LaunchConfig {
+    /// A 1-D launch covering `n` threads with `block` threads per block.
+    pub fn for_elements(n: u32, block: u32) -> LaunchConfig {
+        LaunchConfig {
+            grid: (n.div_ceil(block.max(1)).max(1), 1, 1),
+            block: (block.max(1), 1, 1),
+            shared_mem_bytes: 0,
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        let (g, b) = (self.grid, self.block);
+        if [g.0, g.1, g.2, b.0, b.1, b.2].contains(&0) {
+            return Err(Error::invalid(format!(
+                "launch dimensions must be non-zero: grid {g:?}, block {b:?}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// One kernel argument, typed. Checked against the PTX parameter list
+/// before anything is launched.
+#[derive(Debug, Clone, Copy)]
+pub enum KernelArg<'a> {
+    /// A buffer's device address (a `.u64`/`.b64`/`.s64` parameter); it
+    /// must live on the launching context's device.
+    Buffer(&'a DeviceBuffer),
+    /// A raw device address.
+    Ptr(CUdeviceptr),
+    U32(u32),
+    I32(i32),
+    U64(u64),
+    I64(i64),
+    F32(f32),
+    F64(f64),
+    /// Raw bytes for `.b8` arrays (structs passed by value).
+    Bytes(&'a [u8]),
+}
+
+impl<'a> From<&'a DeviceBuffer> for KernelArg<'a> {
+    fn from(b: &'a DeviceBuffer) -> Self {
+        KernelArg::Buffer(b)
+    }
+}
+macro_rules! arg_from {
+    ($($t:ty => $v:ident),*) => { $( impl From<$t> for KernelArg<'_> { fn from(x: $t) -> Self { KernelArg::$v(x) } } )* };
+}
+arg_from!(u32 => U32, i32 => I32, u64 => U64, i64 => I64, f32 => F32, f64 => F64);
+
+/// The argument's size, and whether it is a float.
+fn arg_shape(arg: &KernelArg<'_>) -> (usize, Option<bool>) {
+    match arg {
+        KernelArg::Buffer(_) | KernelArg::Ptr(_) | KernelArg::U64(_) | KernelArg::I64(_) => {
+            (8, Some(false))
+        }
+        KernelArg::U32(_) | KernelArg::I32(_) => (4, Some(false)),
+        KernelArg::F32(_) => (4, Some(true)),
+        KernelArg::F64(_) => (8, Some(true)),
+        KernelArg::Bytes(b) => (b.len(), None),
+    }
+}
+
+/// Checks one argument against its PTX parameter.
+pub fn check_arg(kernel: &str, index: usize, param: &PtxParam, arg: &KernelArg<'_>) -> Result<()> {
+    let (size, is_float) = arg_shape(arg);
+    let bits = matches!(
+        param.kind,
+        ParamKind::B8 | ParamKind::B16 | ParamKind::B32 | ParamKind::B64
+    );
+    let kind_ok = match is_float {
+        None => param.kind == ParamKind::B8 || param.count > 1 || bits,
+        Some(true) => param.kind.is_float() || bits,
+        Some(false) => param.kind.is_integer() || bits,
+    };
+    if size != param.size || !kind_ok {
+        return Err(Error::invalid(format!(
+            "{kernel}: argument {index} ({}) is {arg:?} ({size} bytes) but the kernel declares {:?}{} ({} bytes)",
+            param.name,
+            param.kind,
+            if param.count > 1 { format!("[{}]", param.count) } else { String::new() },
+            param.size
+        )));
+    }
+    Ok(())
+}
+
+/// A kernel of a loaded module.
+#[derive(Clone)]
+pub struct Kernel {
+    ctx: Context,
+    _module: Arc<ModuleHandle>,
+    func: CUfunction,
+    entry: PtxEntry,
+}
+
+// SAFETY: CUfunction handles may be used from any thread; the module they
+// belong to is kept alive by `_module`.
+unsafe impl Send for Kernel {}
+// SAFETY: as above; the handle is never mutated.
+unsafe impl Sync for Kernel {}
+
+impl Kernel {
+    /// The kernel's name.
+    pub fn name(&self) -> &str {
+        &self.entry.name
+    }
+
+    /// Its PTX parameters.
+    pub fn params(&self) -> &[PtxParam] {
+        &self.entry.params
+    }
+
+    /// The context the kernel was loaded into.
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// Checks `args` against the PTX signature and that buffers live on the
+    /// kernel's device.
+    pub fn check_args(&self, args: &[KernelArg<'_>]) -> Result<()> {
+        if args.len() != self.entry.params.len() {
+            return Err(Error::invalid(format!(
+                "{}: {} arguments given, the kernel takes {}",
+                self.entry.name,
+                args.len(),
+                self.entry.params.len()
+            )));
+        }
+        for (i, (p, a)) in self.entry.params.iter().zip(args).enumerate() {
+            check_arg(&self.entry.name, i, p, a)?;
+            if let KernelArg::Buffer(b) = a {
+                if b.device_id() != self.ctx.device_id() {
+                    return Err(Error::WrongDevice(format!(
+                        "{}: argument {i} lives on device {}, the kernel on device {}",
+                        self.entry.name,
+                        b.device_id(),
+                        self.ctx.device_id()
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Launches on the kernel's context stream (recorded into the capture
+    /// when the context captures). Asynchronous.
+    pub fn launch(&self, cfg: LaunchConfig, args: &[KernelArg<'_>]) -> Result<()> {
+        self.launch_on(&self.ctx, cfg, args)
+    }
+
+    /// Launches on another context's stream of the same device.
+    pub fn launch_on(
+        &self,
+        ctx: &Context,
+        cfg: LaunchConfig,
+        args: &[KernelArg<'_>],
+    ) -> Result<()> {
+        cfg.validate()?;
+        self.check_args(args)?;
+        // Argument values laid out in 8-byte slots; `Bytes` point at the caller's slice.
+        let slots: Vec<u64> = args
+            .iter()
+            .map(|a| match *a {
+                KernelArg::Buffer(b) => b.as_raw(),
+                KernelArg::Ptr(p) => p,
+                KernelArg::U32(v) => v as u64,
+                KernelArg::I32(v) => v as u32 as u64,
+                KernelArg::U64(v) => v,
+                KernelArg::I64(v) => v as u64,
+                KernelArg::F32(v) => v.to_bits() as u64,
+                KernelArg::F64(v) => v.to_bits(),
+                KernelArg::Bytes(_) => 0,
+            })
+            .collect();
+        let mut ptrs: Vec<*mut c_void> = args
+            .iter()
+            .zip(&slots)
+            .map(|(a, s)| match a {
+                KernelArg::Bytes(b) => b.as_ptr() as *mut c_void,
+                _ => s as *const u64 as *mut c_void,
+            })
+            .collect();
+        // SAFETY: every pointer in `ptrs` points at a live value of the size
+        // the PTX parameter declares (little-endian slot, checked above).
+        unsafe { self.launch_raw_on(ctx, cfg, ptrs.as_mut_ptr()) }
+    }
+
+    /// Launches with a `cuLaunchKernel`-style parameter array.
+    ///
+    /// # Safety
+    /// `params` must hold one pointer per kernel parameter, each to a value
+    /// of that parameter's size, valid for the duration of the call.
+    pub unsafe fn launch_raw_on(
+        &self,
+        ctx: &Context,
+        cfg: LaunchConfig,
+        params: *mut *mut c_void,
+    ) -> Result<()> {
+        cfg.validate()?;
+        if ctx.device_id() != self.ctx.device_id() {
+            return Err(Error::WrongDevice(format!(
+                "{} was loaded on device {}, the launching context is on device {}",
+                self.entry.name,
+                self.ctx.device_id(),
+                ctx.device_id()
+            )));
+        }
+        let (f, stream) = (self.func, ctx.raw_stream());
+        ctx.bound(|d| {
+            // SAFETY: live function and stream of one context; `params` per the
+            // caller's contract.
+            check("cuLaunchKernel", unsafe {
+                (d.cuLaunchKernel)(
+                    f,
+                    cfg.grid.0,
+                    cfg.grid.1,
+                    cfg.grid.2,
+                    cfg.block.0,
+                    cfg.block.1,
+                    cfg.block.2,
+                    cfg.shared_mem_bytes,
+                    stream,
+                    params,
+                    std::ptr::null_mut(),
+                )
+            })
+        })
+    }
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Builds, on a machine without a GPU, everything the GPU suite runs, into
+# .bundle/ (git-ignored): Rust test binaries, the demo, the benchmark, the
+# C test binaries and libfcgraph.so. Carry .bundle to the GPU machine and run
+# scripts/gpu-suite.sh there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+rm -rf .bundle && mkdir -p .bundle/tests .bundle/bin
+cargo build --release -p fc-graph -p fc-bench --examples --bins
+cp target/release/examples/demo .bundle/bin/demo
+cp target/release/fc-bench .bundle/bin/fc-bench
+# Test executables, as cargo reports them.
+cargo test --release --workspace --no-run --message-format=json 2>/dev/null |
+  python3 -c '
+import json, shutil, sys
+# The GPU machine runs the library and integration tests; the cuda-sys and
+# benchmark tests are CPU-side checks that CI runs.
+wanted = {"fc-graph", "fc-graph-tests"}
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") != "compiler-artifact" or not m.get("executable") or not m["profile"]["test"]:
+        continue
+    package = m["package_id"].split("#")[-1].split("@")[0]
+    if package not in wanted:
+        continue
+    dst = ".bundle/tests/" + package + "-" + m["target"]["name"]
+    shutil.copy(m["executable"], dst)
+    print("bundled", dst)
+'
+bash ctest/run.sh --build-only .bundle/ctest
+git rev-parse HEAD > .bundle/COMMIT 2>/dev/null || echo unknown > .bundle/COMMIT
+du -sh .bundle

@@ -1,0 +1,627 @@
+//! GPU suite of the core layer (issue 2): devices, buffers, built-in
+//! kernels, capture/replay, capture-state rules, the capture-mode shield
+//! and multi-thread, multi-device concurrency. Skips visibly without a GPU.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread;
+
+use cuda_sys::*;
+use fc_graph::{CaptureMode, Context, Device, DeviceBuffer, Error, Event, Module, Origin};
+use fc_graph_tests::{assert_exact, download, ensure, fail, run_gpu_tests, upload, GpuTest, Rng};
+use libtest_mimic::Failed;
+
+type TestResult = Result<(), Failed>;
+
+fn main() {
+    let t = |name, devices, body| GpuTest {
+        name,
+        devices,
+        body,
+    };
+    run_gpu_tests(
+        "gpu_core",
+        vec![
+            t("device_info", 1, device_info),
+            t("elementwise_matches_cpu", 1, elementwise_matches_cpu),
+            t(
+                "replay_equals_eager_on_fresh_inputs",
+                1,
+                replay_equals_eager_on_fresh_inputs,
+            ),
+            t(
+                "every_capture_mode_captures",
+                1,
+                every_capture_mode_captures,
+            ),
+            t("second_begin_is_refused", 1, second_begin_is_refused),
+            t(
+                "dropped_guard_aborts_capture",
+                1,
+                dropped_guard_aborts_capture,
+            ),
+            t(
+                "sync_and_copies_refused_while_capturing",
+                1,
+                sync_and_copies_refused_while_capturing,
+            ),
+            t(
+                "bad_operands_launch_nothing",
+                1,
+                bad_operands_launch_nothing,
+            ),
+            t(
+                "wrong_device_operands_refused",
+                2,
+                wrong_device_operands_refused,
+            ),
+            t(
+                "capture_pool_serves_allocations_while_capturing",
+                1,
+                capture_pool_serves_allocations_while_capturing,
+            ),
+            t(
+                "graph_freed_while_in_flight",
+                1,
+                graph_freed_while_in_flight,
+            ),
+            t("events_time_device_work", 1, events_time_device_work),
+            t(
+                "contexts_on_one_device_are_independent",
+                1,
+                contexts_on_one_device_are_independent,
+            ),
+            t(
+                "shield_against_foreign_global_capture",
+                2,
+                shield_against_foreign_global_capture,
+            ),
+            t("seed_scenario_in_rust", 2, seed_scenario_in_rust),
+        ],
+    )
+}
+
+const N: usize = 4096;
+
+/// The seed's layer body: 13 x (z = x + y; x = z * y).
+fn chain(
+    ctx: &Context,
+    x: &DeviceBuffer,
+    y: &DeviceBuffer,
+    z: &DeviceBuffer,
+    pairs: usize,
+) -> fc_graph::Result<()> {
+    for _ in 0..pairs {
+        ctx.add(x, y, z, N)?;
+        ctx.mul(z, y, x, N)?;
+    }
+    Ok(())
+}
+
+/// The same chain on the CPU, one IEEE operation per element per step.
+fn chain_cpu(x: &mut [f32], y: &[f32], pairs: usize) {
+    for _ in 0..pairs {
+        for i in 0..x.len() {
+            let z = x[i] + y[i];
+            x[i] = z * y[i];
+        }
+    }
+}
+
+fn device_info() -> TestResult {
+    let n = Device::count().map_err(fail)?;
+    ensure!(n >= 1, "no devices");
+    for i in 0..n {
+        let d = Device::get(i).map_err(fail)?;
+        let name = d.name().map_err(fail)?;
+        let (major, minor) = d.compute_capability().map_err(fail)?;
+        let mem = d.total_memory().map_err(fail)?;
+        println!(
+            "device {i}: {name}, sm_{major}{minor}, {} MiB, {}",
+            mem >> 20,
+            d.uuid().map_err(fail)?
+        );
+        ensure!(
+            !name.is_empty() && major >= 3 && mem > 0,
+            "implausible device {i}"
+        );
+    }
+    let drv = fc_graph::driver().map_err(fail)?;
+    ensure!(
+        drv.driver_version() >= 11040,
+        "driver {}",
+        drv.driver_version()
+    );
+    ensure!(Device::get(n).is_err(), "device {n} must not exist");
+    Ok(())
+}
+
+fn elementwise_matches_cpu() -> TestResult {
+    let ctx = Context::new(0).map_err(fail)?;
+    let mut rng = Rng::new(1);
+    for n in [1usize, 255, 256, 257, 4096, 1 << 20] {
+        let (a, b) = (rng.floats(n), rng.floats(n));
+        let (da, db) = (
+            upload(&ctx, &a).map_err(fail)?,
+            upload(&ctx, &b).map_err(fail)?,
+        );
+        let out = upload(&ctx, &vec![f32::NAN; n]).map_err(fail)?;
+        ctx.add(&da, &db, &out, n).map_err(fail)?;
+        let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+        assert_exact(
+            &format!("add n={n}"),
+            &download(&out, n).map_err(fail)?,
+            &want,
+        )?;
+        out.upload(&vec![f32::NAN; n]).map_err(fail)?;
+        ctx.mul(&da, &db, &out, n).map_err(fail)?;
+        let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
+        assert_exact(
+            &format!("mul n={n}"),
+            &download(&out, n).map_err(fail)?,
+            &want,
+        )?;
+    }
+    Ok(())
+}
+
+fn replay_equals_eager_on_fresh_inputs() -> TestResult {
+    let ctx = Context::new(0).map_err(fail)?;
+    let (x, y, z) = (
+        ctx.alloc(N * 4).map_err(fail)?,
+        ctx.alloc(N * 4).map_err(fail)?,
+        ctx.alloc(N * 4).map_err(fail)?,
+    );
+    let cap = ctx.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
+    chain(&ctx, &x, &y, &z, 13).map_err(fail)?;
+    let g = cap.end().map_err(fail)?;
+    ensure!(
+        g.segment_count() == 1 && g.break_count() == 0,
+        "unbroken graph: {g:?}"
+    );
+    let mut rng = Rng::new(2);
+    for trial in 0..5 {
+        let xs: Vec<f32> = (0..N).map(|_| rng.f32_in(-1.0, 1.0)).collect();
+        let ys: Vec<f32> = (0..N).map(|_| rng.f32_in(-1.5, 1.5)).collect();
+        x.upload(&xs).map_err(fail)?;
+        y.upload(&ys).map_err(fail)?;
+        g.launch().map_err(fail)?;
+        ctx.synchronize().map_err(fail)?;
+        let mut want = xs.clone();
+        chain_cpu(&mut want, &ys, 13);
+        assert_exact(
+            &format!("replay trial {trial}"),
+            &download(&x, N).map_err(fail)?,
+            &want,
+        )?;
+        // The same inputs eagerly on the GPU give the same bits.
+        x.upload(&xs).map_err(fail)?;
+        chain(&ctx, &x, &y, &z, 13).map_err(fail)?;
+        assert_exact(
+            &format!("eager trial {trial}"),
+            &download(&x, N).map_err(fail)?,
+            &want,
+        )?;
+    }
+    Ok(())
+}
+
+fn every_capture_mode_captures() -> TestResult {
+    let ctx = Context::new(0).map_err(fail)?;
+    let mut rng = Rng::new(3);
+    let (xs, ys) = (rng.floats(N), rng.floats(N));
+    let (x, y, z) = (
+        upload(&ctx, &xs).map_err(fail)?,
+        upload(&ctx, &ys).map_err(fail)?,
+        ctx.alloc(N * 4).map_err(fail)?,
+    );
+    for mode in [
+        CaptureMode::Global,
+        CaptureMode::ThreadLocal,
+        CaptureMode::Relaxed,
+    ] {
+        let cap = ctx.begin_capture(mode).map_err(fail)?;
+        ctx.add(&x, &y, &z, N).map_err(fail)?;
+        let g = cap.end().map_err(fail)?;
+        z.upload(&vec![f32::NAN; N]).map_err(fail)?;
+        g.launch().map_err(fail)?;
+        let want: Vec<f32> = xs.iter().zip(&ys).map(|(a, b)| a + b).collect();
+        assert_exact(&format!("{mode:?}"), &download(&z, N).map_err(fail)?, &want)?;
+    }
+    Ok(())
+}
+
+fn second_begin_is_refused() -> TestResult {
+    let ctx = Context::new(0).map_err(fail)?;
+    let cap = ctx.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
+    match ctx.begin_capture(CaptureMode::ThreadLocal) {
+        Err(Error::CaptureState(m)) => ensure!(m.contains("already open"), "message: {m}"),
+        other => return Err(fail(format!("second begin gave {other:?}"))),
+    }
+    ensure!(ctx.is_capturing(), "first capture still open");
+    drop(cap.end().map_err(fail)?);
+    ensure!(!ctx.is_capturing(), "capture closed");
+    Ok(())
+}
+
+fn dropped_guard_aborts_capture() -> TestResult {
+    let ctx = Context::new(0).map_err(fail)?;
+    let (x, y, z) = (
+        ctx.alloc(N * 4).map_err(fail)?,
+        ctx.alloc(N * 4).map_err(fail)?,
+        ctx.alloc(N * 4).map_err(fail)?,
+    );
+    {
+        let _cap = ctx.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
+        ctx.add(&x, &y, &z, N).map_err(fail)?;
+    }
+    ensure!(!ctx.is_capturing(), "guard drop ended the capture");
+    let d = fc_graph::driver().map_err(fail)?;
+    let mut status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    // SAFETY: our stream and a valid out-pointer.
+    let rc = unsafe { (d.cuStreamIsCapturing)(ctx.raw_stream(), &mut status) };
+    ensure!(
+        rc == CUDA_SUCCESS && status == CU_STREAM_CAPTURE_STATUS_NONE,
+        "stream still capturing ({rc}, {status})"
+    );
+    ctx.synchronize().map_err(fail)?;
+    let cap = ctx.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
+    ctx.add(&x, &y, &z, N).map_err(fail)?;
+    cap.end().map_err(fail)?.launch().map_err(fail)?;
+    ctx.synchronize().map_err(fail)
+}
+
+fn sync_and_copies_refused_while_capturing() -> TestResult {
+    let ctx = Context::new(0).map_err(fail)?;
+    let mut rng = Rng::new(4);
+    let (xs, ys) = (rng.floats(N), rng.floats(N));
+    let (x, y, z) = (
+        upload(&ctx, &xs).map_err(fail)?,
+        upload(&ctx, &ys).map_err(fail)?,
+        ctx.alloc(N * 4).map_err(fail)?,
+    );
+    let cap = ctx.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
+    ctx.mul(&x, &y, &z, N).map_err(fail)?;
+    ensure!(
+        matches!(ctx.synchronize(), Err(Error::CaptureState(_))),
+        "sync during capture must be refused"
+    );
+    ensure!(
+        matches!(x.upload(&xs), Err(Error::CaptureState(_))),
+        "upload during capture must be refused"
+    );
+    let mut tmp = vec![0f32; N];
+    ensure!(
+        matches!(z.download(&mut tmp), Err(Error::CaptureState(_))),
+        "download during capture must be refused"
+    );
+    let g = cap.end().map_err(fail)?;
+    g.launch().map_err(fail)?;
+    let want: Vec<f32> = xs.iter().zip(&ys).map(|(a, b)| a * b).collect();
+    assert_exact(
+        "capture survived the refusals",
+        &download(&z, N).map_err(fail)?,
+        &want,
+    )
+}
+
+fn bad_operands_launch_nothing() -> TestResult {
+    let ctx = Context::new(0).map_err(fail)?;
+    let small = upload(&ctx, &vec![7.0f32; 1024]).map_err(fail)?;
+    let big = upload(&ctx, &vec![1.0f32; 2048]).map_err(fail)?;
+    let out = upload(&ctx, &vec![-3.0f32; 1024]).map_err(fail)?;
+    match ctx.add(&big, &big, &out, 1025) {
+        Err(Error::BufferTooSmall(m)) => {
+            ensure!(m.contains("out"), "message names the operand: {m}")
+        }
+        other => return Err(fail(format!("expected BufferTooSmall, got {other:?}"))),
+    }
+    ensure!(
+        matches!(
+            ctx.mul(&small, &big, &out, 2048),
+            Err(Error::BufferTooSmall(_))
+        ),
+        "a too small"
+    );
+    ctx.synchronize().map_err(fail)?;
+    assert_exact(
+        "out untouched",
+        &download(&out, 1024).map_err(fail)?,
+        &vec![-3.0; 1024],
+    )?;
+    ensure!(ctx.add(&small, &small, &out, 0).is_ok(), "n = 0 is a no-op");
+    ensure!(
+        matches!(ctx.alloc(0), Err(Error::InvalidArgument(_))),
+        "0-byte alloc refused"
+    );
+    ensure!(
+        matches!(out.upload(&vec![0f32; 1025]), Err(Error::BufferTooSmall(_))),
+        "oversized upload"
+    );
+    Ok(())
+}
+
+fn wrong_device_operands_refused() -> TestResult {
+    let (c0, c1) = (
+        Context::new(0).map_err(fail)?,
+        Context::new(1).map_err(fail)?,
+    );
+    let a0 = upload(&c0, &vec![1.0f32; N]).map_err(fail)?;
+    let a1 = upload(&c1, &vec![2.0f32; N]).map_err(fail)?;
+    let out = upload(&c0, &vec![5.0f32; N]).map_err(fail)?;
+    match c0.add(&a0, &a1, &out, N) {
+        Err(Error::WrongDevice(m)) => ensure!(m.contains("device 1"), "message: {m}"),
+        other => return Err(fail(format!("expected WrongDevice, got {other:?}"))),
+    }
+    assert_exact(
+        "out untouched",
+        &download(&out, N).map_err(fail)?,
+        &vec![5.0; N],
+    )
+}
+
+fn capture_pool_serves_allocations_while_capturing() -> TestResult {
+    let ctx = Context::new(0).map_err(fail)?;
+    let mut rng = Rng::new(5);
+    let (xs, ys) = (rng.floats(N), rng.floats(N));
+    let (x, y) = (
+        upload(&ctx, &xs).map_err(fail)?,
+        upload(&ctx, &ys).map_err(fail)?,
+    );
+    ensure!(
+        x.origin() == Origin::Driver,
+        "eager allocations come from the driver"
+    );
+    let before = ctx.pool_reserved_bytes();
+    let cap = ctx.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
+    let tmp = ctx.alloc(N * 4).map_err(fail)?;
+    let out = ctx.alloc(N * 4).map_err(fail)?;
+    ensure!(
+        matches!(out.origin(), Origin::Pool { .. }),
+        "capture-time allocation from the pool"
+    );
+    ctx.add(&x, &y, &tmp, N).map_err(fail)?;
+    ctx.mul(&tmp, &y, &out, N).map_err(fail)?;
+    drop(tmp);
+    let g = cap.end().map_err(fail)?;
+    ensure!(ctx.pool_reserved_bytes() > before, "the pool grew");
+    let addr = out.as_raw();
+    let want: Vec<f32> = xs.iter().zip(&ys).map(|(a, b)| (a + b) * b).collect();
+    for _ in 0..3 {
+        g.launch().map_err(fail)?;
+        ensure!(out.as_raw() == addr, "address stable");
+        assert_exact(
+            "pool-backed output",
+            &download(&out, N).map_err(fail)?,
+            &want,
+        )?;
+    }
+    ensure!(
+        ctx.alloc(16).map_err(fail)?.origin() == Origin::Driver,
+        "after the capture: driver again"
+    );
+    Ok(())
+}
+
+fn graph_freed_while_in_flight() -> TestResult {
+    let ctx = Context::new(0).map_err(fail)?;
+    let mut rng = Rng::new(6);
+    let xs: Vec<f32> = (0..N).map(|_| rng.f32_in(-1.0, 1.0)).collect();
+    let ys: Vec<f32> = (0..N).map(|_| rng.f32_in(0.5, 1.0)).collect();
+    let (x, y, z) = (
+        upload(&ctx, &xs).map_err(fail)?,
+        upload(&ctx, &ys).map_err(fail)?,
+        ctx.alloc(N * 4).map_err(fail)?,
+    );
+    let cap = ctx.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
+    chain(&ctx, &x, &y, &z, 1300).map_err(fail)?;
+    let g = cap.end().map_err(fail)?;
+    g.launch().map_err(fail)?;
+    drop(g); // while 2600 kernels are still running
+    ctx.synchronize().map_err(fail)?;
+    let mut want = xs;
+    chain_cpu(&mut want, &ys, 1300);
+    assert_exact("2600-kernel graph", &download(&x, N).map_err(fail)?, &want)
+}
+
+fn events_time_device_work() -> TestResult {
+    let ctx = Context::new(0).map_err(fail)?;
+    let (x, y, z) = (
+        ctx.alloc(N * 4).map_err(fail)?,
+        ctx.alloc(N * 4).map_err(fail)?,
+        ctx.alloc(N * 4).map_err(fail)?,
+    );
+    let (start, end) = (
+        Event::new(&ctx).map_err(fail)?,
+        Event::new(&ctx).map_err(fail)?,
+    );
+    start.record().map_err(fail)?;
+    chain(&ctx, &x, &y, &z, 100).map_err(fail)?;
+    end.record().map_err(fail)?;
+    end.synchronize().map_err(fail)?;
+    let ms = end.elapsed_ms_since(&start).map_err(fail)?;
+    ensure!(ms > 0.0 && ms < 1000.0, "elapsed {ms} ms");
+    Ok(())
+}
+
+fn contexts_on_one_device_are_independent() -> TestResult {
+    let (c1, c2) = (
+        Context::new(0).map_err(fail)?,
+        Context::new(0).map_err(fail)?,
+    );
+    ensure!(
+        c1.raw_stream() != c2.raw_stream(),
+        "each context has its own stream"
+    );
+    let (x, y, z) = (
+        c1.alloc(N * 4).map_err(fail)?,
+        c1.alloc(N * 4).map_err(fail)?,
+        c1.alloc(N * 4).map_err(fail)?,
+    );
+    let cap = c1.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
+    chain(&c1, &x, &y, &z, 13).map_err(fail)?;
+    // Another thread works eagerly on the second context of the same device.
+    let other = thread::scope(|s| {
+        s.spawn(|| -> fc_graph::Result<Vec<f32>> {
+            let a = upload(&c2, &vec![1.5f32; N])?;
+            let out = c2.alloc(N * 4)?;
+            c2.add(&a, &a, &out, N)?;
+            c2.synchronize()?;
+            download(&out, N)
+        })
+        .join()
+    });
+    let got = other.map_err(|_| fail("thread panicked"))?.map_err(fail)?;
+    assert_exact("second context", &got, &vec![3.0; N])?;
+    ensure!(!c2.is_capturing(), "capture state is per context");
+    cap.end().map_err(fail)?.launch().map_err(fail)?;
+    c1.synchronize().map_err(fail)
+}
+
+/// Another "library" opens a GLOBAL-mode capture on device 0 (PyTorch's
+/// default). While it is open, another thread uses fc-graph on device 1:
+/// allocate, copy, synchronize, free, load a module, capture, instantiate,
+/// launch. Every call must succeed and the foreign capture must survive.
+/// A raw, unshielded cuMemAlloc in the same situation is the control: the
+/// driver must refuse it, or this test proves nothing.
+fn shield_against_foreign_global_capture() -> TestResult {
+    let foreign = Context::new(0).map_err(fail)?;
+    let (fx, fy) = (
+        upload(&foreign, &vec![2.0f32; N]).map_err(fail)?,
+        upload(&foreign, &vec![3.0f32; N]).map_err(fail)?,
+    );
+    let fz = foreign.alloc(N * 4).map_err(fail)?;
+    let work_on_device_1 = || -> fc_graph::Result<()> {
+        let ctx = Context::new(1)?;
+        for _ in 0..20 {
+            let a = upload(&ctx, &vec![1.0f32; N])?;
+            let b = ctx.alloc(N * 4)?;
+            ctx.add(&a, &a, &b, N)?;
+            ctx.synchronize()?;
+            let m = Module::from_ptx(&ctx, fc_graph_tests::TEST_PTX)?;
+            let cap = ctx.begin_capture(CaptureMode::ThreadLocal)?;
+            ctx.mul(&b, &b, &a, N)?;
+            let g = cap.end()?;
+            g.launch()?;
+            ctx.synchronize()?;
+            if download(&a, N)? != vec![4.0f32; N] {
+                return Err(Error::InvalidArgument("wrong result on device 1".into()));
+            }
+            drop((m, g));
+        }
+        Ok(())
+    };
+    let cap = foreign.begin_capture(CaptureMode::Global).map_err(fail)?;
+    foreign.add(&fx, &fy, &fz, N).map_err(fail)?;
+    let ours =
+        thread::scope(|s| s.spawn(work_on_device_1).join()).map_err(|_| fail("thread panicked"))?;
+    foreign.mul(&fz, &fy, &fz, N).map_err(fail)?;
+    let g = cap
+        .end()
+        .map_err(|e| fail(format!("foreign capture destroyed: {e}")))?;
+    ours.map_err(|e| {
+        fail(format!(
+            "fc-graph call refused under a foreign GLOBAL capture: {e}"
+        ))
+    })?;
+    g.launch().map_err(fail)?;
+    assert_exact(
+        "foreign graph",
+        &download(&fz, N).map_err(fail)?,
+        &vec![15.0; N],
+    )?;
+
+    // Control: the same situation without the shield is refused.
+    let cap = foreign.begin_capture(CaptureMode::Global).map_err(fail)?;
+    foreign.add(&fx, &fy, &fz, N).map_err(fail)?;
+    let ctx1 = Context::new(1).map_err(fail)?;
+    let rc = thread::scope(|s| {
+        s.spawn(|| {
+            let raw_ctx = ctx1.raw_context();
+            let d = fc_graph::driver().expect("driver loaded above");
+            let mut p: CUdeviceptr = 0;
+            // SAFETY: valid context and out-pointer; balanced push/pop.
+            unsafe {
+                (d.cuCtxPushCurrent)(raw_ctx);
+                let rc = (d.cuMemAlloc)(&mut p, 1 << 20);
+                if rc == CUDA_SUCCESS {
+                    (d.cuMemFree)(p);
+                }
+                let mut popped = std::ptr::null_mut();
+                (d.cuCtxPopCurrent)(&mut popped);
+                rc
+            }
+        })
+        .join()
+    })
+    .map_err(|_| fail("thread panicked"))?;
+    drop(cap);
+    ensure!(
+        rc == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+        "control: an unshielded cuMemAlloc during a GLOBAL capture returned {rc}, expected 900"
+    );
+    Ok(())
+}
+
+/// The engine's seed test, in Rust: captures on device 0 while another
+/// thread allocates and synchronizes on device 1. Exact counts.
+fn seed_scenario_in_rust() -> TestResult {
+    const ROUNDS: usize = 200;
+    let a = Context::new(0).map_err(fail)?;
+    let b = Context::new(1).map_err(fail)?;
+    let (x, y, z) = (
+        a.alloc(N * 4).map_err(fail)?,
+        a.alloc(N * 4).map_err(fail)?,
+        a.alloc(N * 4).map_err(fail)?,
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ok, refused) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let interferer = {
+        let (b, stop, ok, refused) = (b.clone(), stop.clone(), ok.clone(), refused.clone());
+        thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                match b.alloc(1 << 20) {
+                    Ok(t) => {
+                        ok.fetch_add(1, Ordering::Relaxed);
+                        if b.synchronize().is_err() {
+                            refused.fetch_add(1, Ordering::Relaxed);
+                        }
+                        drop(t);
+                    }
+                    Err(_) => {
+                        refused.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        })
+    };
+    let mut captured = 0;
+    let mut failures = Vec::new();
+    for _ in 0..ROUNDS {
+        let round = || -> fc_graph::Result<()> {
+            let cap = a.begin_capture(CaptureMode::ThreadLocal)?;
+            chain(&a, &x, &y, &z, 13)?;
+            cap.end()?.launch()
+        };
+        match round() {
+            Ok(()) => captured += 1,
+            Err(e) => failures.push(e.to_string()),
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    interferer.join().map_err(|_| fail("interferer panicked"))?;
+    a.synchronize().map_err(fail)?;
+    let (ok, refused) = (ok.load(Ordering::Relaxed), refused.load(Ordering::Relaxed));
+    println!("seed scenario: {captured}/{ROUNDS} captures, interferer {ok} ok / {refused} refused");
+    ensure!(
+        captured == ROUNDS,
+        "{} captures failed: {:?}",
+        ROUNDS - captured,
+        failures.first()
+    );
+    ensure!(
+        refused == 0 && ok > 0,
+        "interferer: {ok} ok, {refused} refused"
+    );
+    Ok(())
+}

@@ -1,0 +1,77 @@
+//! Behaviour without a usable driver (runs on every machine): this test
+//! binary points `FC_CUDA_LIBRARY` at a library that does not exist before
+//! anything loads the driver, so every entry point must answer with an
+//! error value, never a panic.
+
+use std::ffi::CStr;
+
+use ::fc_graph::capi::*;
+use ::fc_graph::{Context, Device, Error};
+
+fn without_driver() {
+    // Set before the first driver() call of this process; every test sets
+    // the same value, so the order of the tests does not matter.
+    std::env::set_var(cuda_sys::FC_CUDA_LIBRARY_ENV, "/nonexistent/libcuda.so.1");
+}
+
+#[test]
+fn rust_api_reports_no_driver() {
+    without_driver();
+    let e = Context::new(0).expect_err("no driver, no context");
+    assert!(matches!(e, Error::NoDriver(_)), "got {e:?}");
+    assert!(
+        e.to_string().contains("/nonexistent/libcuda.so.1"),
+        "message names the path: {e}"
+    );
+    assert!(Device::count().is_err());
+    assert!(::fc_graph::driver().is_err());
+}
+
+#[test]
+fn c_api_returns_null_with_reason() {
+    without_driver();
+    let ctx = fc_cuda_init_device(0);
+    assert!(ctx.is_null());
+    assert_eq!(fc_last_error_code(), header::FC_ERR_NO_DRIVER as i32);
+    // SAFETY: fc_last_error returns a NUL-terminated thread-local string.
+    let msg = unsafe { CStr::from_ptr(fc_last_error()) }
+        .to_string_lossy()
+        .into_owned();
+    assert!(msg.contains("no usable CUDA driver"), "{msg}");
+    assert_eq!(fc_cuda_device_count(), 0);
+    // SAFETY: NULL handles are accepted by every entry point.
+    unsafe {
+        assert_eq!(
+            fc_sync_ctx(std::ptr::null_mut()),
+            header::FC_ERR_INVALID_ARGUMENT as i32
+        );
+        assert!(fc_buffer_alloc_ctx(std::ptr::null_mut(), 16).is_null());
+        assert_eq!(
+            fc_graph_begin_ctx(std::ptr::null_mut()),
+            header::FC_ERR_INVALID_ARGUMENT as i32
+        );
+        assert!(fc_graph_end_ctx(std::ptr::null_mut()).is_null());
+        assert_eq!(
+            fc_graph_launch(std::ptr::null_mut()),
+            header::FC_ERR_INVALID_ARGUMENT as i32
+        );
+        assert_eq!(fc_graph_segment_count(std::ptr::null()), -1);
+        assert_eq!(fc_cuda_ctx_device_id(std::ptr::null()), -1);
+        fc_buffer_free(std::ptr::null_mut());
+        fc_graph_free(std::ptr::null_mut());
+        fc_cuda_ctx_free(std::ptr::null_mut());
+        fc_module_free(std::ptr::null_mut());
+        fc_kernel_free(std::ptr::null_mut());
+    }
+    // SAFETY: static NUL-terminated string.
+    let v = unsafe { CStr::from_ptr(fc_version()) }
+        .to_string_lossy()
+        .into_owned();
+    assert_eq!(v, ::fc_graph::VERSION);
+}
+
+#[test]
+fn header_functions_are_all_checked() {
+    // The build-time check covers every function of the header.
+    assert!(HEADER_FUNCTION_COUNT >= 35, "{HEADER_FUNCTION_COUNT}");
+}

@@ -1,0 +1,137 @@
+//! Shared pieces of the integration tests: the GPU test harness (visible
+//! skips without a driver or with too few devices), seeded random inputs
+//! and small PTX kernels used as "user" device code.
+
+use fc_graph::{Context, Device, DeviceBuffer, Result};
+use libtest_mimic::{Arguments, Failed, Trial};
+
+/// A GPU test: a name, the devices it needs, and its body.
+pub struct GpuTest {
+    pub name: &'static str,
+    pub devices: usize,
+    pub body: fn() -> Result<(), Failed>,
+}
+
+/// Runs `tests` with libtest-mimic. Without a driver, or with fewer devices
+/// than a test needs, the test is reported as ignored and a `[SKIP]` line
+/// with the reason is printed first, so a skip is never a silent pass.
+pub fn run_gpu_tests(suite: &str, tests: Vec<GpuTest>) -> ! {
+    let args = Arguments::from_args();
+    let devices = match Device::count() {
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    };
+    let mut trials = Vec::new();
+    for t in tests {
+        let skip = match &devices {
+            Err(reason) => Some(format!("no CUDA driver: {reason}")),
+            Ok(n) if *n < t.devices => {
+                Some(format!("needs {} CUDA devices, {n} visible", t.devices))
+            }
+            Ok(_) => None,
+        };
+        if let Some(reason) = &skip {
+            println!("[SKIP] {suite}::{}: {reason}", t.name);
+        }
+        let body = t.body;
+        trials.push(Trial::test(t.name, body).with_ignored_flag(skip.is_some()));
+    }
+    libtest_mimic::run(&args, trials).exit()
+}
+
+/// Turns any displayable error into a test failure.
+pub fn fail(e: impl std::fmt::Display) -> Failed {
+    Failed::from(e.to_string())
+}
+
+/// Asserts a condition, failing the test with a message.
+#[macro_export]
+macro_rules! ensure {
+    ($cond:expr, $($msg:tt)+) => {
+        if !$cond {
+            return Err(libtest_mimic::Failed::from(format!($($msg)+)));
+        }
+    };
+}
+
+/// A small deterministic generator (xorshift) for test inputs.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+    /// Uniform in [lo, hi).
+    pub fn f32_in(&mut self, lo: f32, hi: f32) -> f32 {
+        let u = (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32;
+        lo + (hi - lo) * u
+    }
+    /// `n` floats in [-4, 4), never all zero.
+    pub fn floats(&mut self, n: usize) -> Vec<f32> {
+        (0..n).map(|_| self.f32_in(-4.0, 4.0)).collect()
+    }
+}
+
+/// Allocates a buffer holding `data`.
+pub fn upload(ctx: &Context, data: &[f32]) -> Result<DeviceBuffer> {
+    let b = ctx.alloc(std::mem::size_of_val(data))?;
+    b.upload(data)?;
+    Ok(b)
+}
+
+/// Downloads `n` floats.
+pub fn download(b: &DeviceBuffer, n: usize) -> Result<Vec<f32>> {
+    let mut v = vec![f32::NAN; n];
+    b.download(&mut v)?;
+    Ok(v)
+}
+
+/// Compares exactly (each element is one IEEE operation on both sides).
+pub fn assert_exact(what: &str, got: &[f32], want: &[f32]) -> Result<(), Failed> {
+    if got.len() != want.len() {
+        return Err(Failed::from(format!(
+            "{what}: length {} vs {}",
+            got.len(),
+            want.len()
+        )));
+    }
+    if let Some(i) = (0..got.len()).find(|&i| got[i].to_bits() != want[i].to_bits()) {
+        return Err(Failed::from(format!(
+            "{what}: element {i}: got {} want {}",
+            got[i], want[i]
+        )));
+    }
+    Ok(())
+}
+
+/// Compares with a relative tolerance.
+pub fn assert_close(what: &str, got: &[f32], want: &[f32], tol: f32) -> Result<(), Failed> {
+    if got.len() != want.len() {
+        return Err(Failed::from(format!(
+            "{what}: length {} vs {}",
+            got.len(),
+            want.len()
+        )));
+    }
+    for i in 0..got.len() {
+        let (g, w) = (got[i], want[i]);
+        if !(g - w).abs().le(&(tol * (1.0 + w.abs()))) {
+            return Err(Failed::from(format!(
+                "{what}: element {i}: got {g} want {w}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// User PTX for the tests: `relu_f32(x, out, n)`, `scale_f32(x, s, out, n)`
+/// (out = x * s) and `rowsum_half_f32` is not needed; kept small.
+pub const TEST_PTX: &str = include_str!("test_kernels.ptx");
