@@ -10,13 +10,14 @@ rm -rf .bundle && mkdir -p .bundle/tests .bundle/bin
 cargo build --release -p fc-graph -p fc-bench --examples --bins
 cp target/release/examples/demo .bundle/bin/demo
 cp target/release/fc-bench .bundle/bin/fc-bench
+mkdir -p .bundle/lib && cp target/release/libfc_graph.so .bundle/lib/libfcgraph.so
 # Test executables, as cargo reports them.
 cargo test --release --workspace --no-run --message-format=json 2>/dev/null |
   python3 -c '
 import json, shutil, sys
 # The GPU machine runs the library and integration tests; the cuda-sys and
 # benchmark tests are CPU-side checks that CI runs.
-wanted = {"fc-graph", "fc-graph-tests"}
+wanted = {"fc-graph", "tests"}  # crate folders
 for line in sys.stdin:
     try:
         m = json.loads(line)
@@ -24,7 +25,7 @@ for line in sys.stdin:
         continue
     if m.get("reason") != "compiler-artifact" or not m.get("executable") or not m["profile"]["test"]:
         continue
-    package = m["package_id"].split("#")[-1].split("@")[0]
+    package = m["manifest_path"].rsplit("/", 2)[-2]
     if package not in wanted:
         continue
     dst = ".bundle/tests/" + package + "-" + m["target"]["name"]
@@ -32,5 +33,7 @@ for line in sys.stdin:
     print("bundled", dst)
 '
 bash ctest/run.sh --build-only .bundle/ctest
+# Debug info stays here; the carried copies are stripped (size limit).
+strip .bundle/bin/* .bundle/tests/* .bundle/lib/*.so
 git rev-parse HEAD > .bundle/COMMIT 2>/dev/null || echo unknown > .bundle/COMMIT
 du -sh .bundle

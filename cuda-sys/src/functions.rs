@@ -128,6 +128,7 @@ driver_functions! {
     required fn cuCtxPushCurrent(ctx: CUcontext) -> CUresult = 4000;
     required fn cuCtxPopCurrent(pctx: *mut CUcontext) -> CUresult = 4000;
     required fn cuCtxGetCurrent(pctx: *mut CUcontext) -> CUresult = 4000;
+    required fn cuCtxSetCurrent(ctx: CUcontext) -> CUresult = 4000;
 
     // --- streams and capture ---------------------------------------------
     required fn cuStreamCreate(phStream: *mut CUstream, Flags: c_uint) -> CUresult = 2000;

@@ -80,7 +80,7 @@ fn main() {
     let driver = match fc_graph::driver() {
         Ok(d) => d,
         Err(e) => {
-            println!("[SKIP] no CUDA driver: {e}");
+            println!("[SKIP] {e}");
             return;
         }
     };

@@ -54,8 +54,11 @@ fn check_with(d: &Driver, call: &'static str, res: CUresult) -> Result<()> {
     }
 }
 
-/// Makes a context current on this thread for the guard's life, and puts
-/// back whatever was current before. A no-op when it already is current.
+/// Makes a context current on this thread for the guard's life. A no-op
+/// when it already is current. When the thread had no current context, ours
+/// is made current and left so (as the CUDA runtime does with primary
+/// contexts), which makes later calls on this thread free; when another
+/// context was current, ours is pushed and popped again on drop.
 pub(crate) struct ContextBinding {
     pushed: bool,
 }
@@ -68,6 +71,11 @@ impl ContextBinding {
             (d.cuCtxGetCurrent)(&mut current)
         })?;
         if current == ctx {
+            return Ok(ContextBinding { pushed: false });
+        }
+        if current.is_null() {
+            // SAFETY: `ctx` is a retained primary context, alive while the caller holds it.
+            check("cuCtxSetCurrent", unsafe { (d.cuCtxSetCurrent)(ctx) })?;
             return Ok(ContextBinding { pushed: false });
         }
         // SAFETY: `ctx` is a retained primary context, alive while the caller holds it.
