@@ -1,0 +1,331 @@
+#!/usr/bin/env python3
+"""Turns the JSONL output of fc-bench, raw_bench and torch_bench.py into one
+markdown report (issue #4).
+
+Usage:
+  python3 bench/report.py --fc bench-fc.jsonl --raw bench-raw.jsonl \
+      --torch bench-torch.jsonl [--status fc=ok --status raw="failed (exit 1)" ...] \
+      [--log fc=bench-fc.log ...] [--machine TEXT] [--commit TEXT] [--command TEXT] \
+      [--date TEXT] [--out benchmarks.md]
+
+Each input line that parses as a JSON object with "impl" and "row" is a row;
+anything else is ignored. Missing or empty files are reported, not fatal.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import sys
+
+IMPLS = ("fc", "raw", "torch")
+IMPL_NAMES = {"fc": "fc-graph (Rust)", "raw": "raw driver API (C)", "torch": "PyTorch"}
+
+ROW_ORDER = [
+    "eager_enqueue_per_kernel",
+    "eager_enqueue_sync",
+    "graph_launch_host",
+    "graph_launch_sync",
+    "capture_instantiate",
+    "capture_instantiate_ctxmgr",
+    "recapture_update",
+    "multi_gpu_captures_per_s_1dev",
+    "multi_gpu_captures_per_s_2dev",
+]
+
+ROW_DOC = {
+    "eager_enqueue_per_kernel": "host time of the K enqueues / K (no sync inside)",
+    "eager_enqueue_sync": "K enqueues + stream synchronize",
+    "graph_launch_host": "host time of one launch of the captured K-kernel graph",
+    "graph_launch_sync": "graph launch + stream synchronize",
+    "capture_instantiate": "begin capture, K enqueues, end capture, instantiate (host, end to end)",
+    "capture_instantiate_ctxmgr": "PyTorch only: the same through `with torch.cuda.graph(g)` "
+    "(which also synchronizes the device and empties the allocator cache)",
+    "recapture_update": "re-capture the K kernels + cuGraphExecUpdate into the existing executable graph",
+    "multi_gpu_captures_per_s_1dev": "capture+instantiate+launch+sync of K=26 in a loop, one thread, device 0 "
+    "(captures/s, higher is better)",
+    "multi_gpu_captures_per_s_2dev": "the same on devices 0 and 1 at once, one thread and context each "
+    "(total captures/s, higher is better)",
+}
+
+# (row, bound on fc/raw) goals; faster-than-PyTorch applies to every row with both.
+RAW_GOALS = {
+    "graph_launch_sync": 1.05,
+    "eager_enqueue_per_kernel": 1.10,
+    "capture_instantiate": 1.10,
+}
+MULTI_GPU_GOAL = 1.8
+
+# Rows each implementation produces when it runs (to tell "failed" from "not measured").
+EXPECTED = {
+    "fc": set(ROW_ORDER[:5]) | {"multi_gpu_captures_per_s_1dev", "multi_gpu_captures_per_s_2dev"},
+    "raw": set(ROW_ORDER) - {"capture_instantiate_ctxmgr"},
+    "torch": set(ROW_ORDER[:6]),
+}
+
+
+def higher_is_better(row):
+    return row.startswith("multi_gpu_captures_per_s")
+
+
+def load(path):
+    """Returns ({(row, kernels): obj}, [non-JSON notes], error or None)."""
+    rows, notes = {}, []
+    if not path:
+        return rows, notes, "no file given"
+    if not os.path.exists(path):
+        return rows, notes, f"{path} does not exist"
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            if line.startswith("{"):
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError:
+                    notes.append(line)
+                    continue
+                if isinstance(obj, dict) and "row" in obj:
+                    rows[(str(obj["row"]), int(obj.get("kernels", 0)))] = obj
+                    continue
+            notes.append(line)
+    return rows, notes, None
+
+
+def value(obj):
+    if obj is None or "skipped" in obj:
+        return None
+    for key in ("median_us", "captures_per_s"):
+        v = obj.get(key)
+        if isinstance(v, (int, float)):
+            return float(v)
+    return None
+
+
+def fmt_num(v):
+    if v is None:
+        return "—"
+    if v >= 1000:
+        return f"{v:,.0f}"
+    if v >= 100:
+        return f"{v:.1f}"
+    if v >= 10:
+        return f"{v:.2f}"
+    return f"{v:.3f}"
+
+
+def cell(obj, status, with_range, expected=True):
+    if obj is None:
+        if status == "ok" or not expected:
+            return "—"
+        return "skipped" if status.startswith("skipped") else "FAILED"
+    if "skipped" in obj:
+        return f"skipped ({obj['skipped']})"
+    v = value(obj)
+    if v is None:
+        return "?"
+    if "captures_per_s" in obj:
+        s = f"{fmt_num(v)}/s"
+        if "per_device" in obj:
+            s += " (" + " + ".join(fmt_num(float(x)) for x in obj["per_device"])
+            if isinstance(obj.get("ratio_vs_1dev"), (int, float)):
+                s += f"; {obj['ratio_vs_1dev']:.2f}x 1 dev"
+            s += ")"
+        return s
+    s = fmt_num(v)
+    if with_range and "p10_us" in obj and "p90_us" in obj:
+        s += f" ({fmt_num(float(obj['p10_us']))}–{fmt_num(float(obj['p90_us']))})"
+    return s
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def fmt_ratio(r):
+    return "—" if r is None else f"{r:.2f}x"
+
+
+def goals_for(row, k, fc, raw, torch, data, status):
+    """Returns a list of (text, verdict) with verdict in met/MISSED/n/a."""
+    out = []
+    fv, rv, tv = value(fc), value(raw), value(torch)
+    fc_missing = "MISSED (no fc data" + ("" if status["fc"] == "ok" else f"; fc {status['fc']}") + ")"
+
+    if row in RAW_GOALS:
+        bound = RAW_GOALS[row]
+        text = f"≤{bound:.2f}x raw"
+        if fv is None:
+            out.append((text, fc_missing))
+        elif rv is None:
+            out.append((text, "n/a (no raw data)"))
+        else:
+            r = fv / rv
+            out.append((text, "met" if r <= bound else f"MISSED ({r:.2f}x)"))
+
+    if row == "multi_gpu_captures_per_s_2dev":
+        text = f"2 dev ≥{MULTI_GPU_GOAL:.1f}x 1 dev"
+        one = value(data["fc"].get(("multi_gpu_captures_per_s_1dev", k)))
+        if fc is not None and "skipped" in fc:
+            out.append((text, f"n/a (skipped: {fc['skipped']})"))
+        elif fv is None or one is None:
+            out.append((text, fc_missing))
+        else:
+            r = fv / one
+            out.append((text, "met" if r >= MULTI_GPU_GOAL else f"MISSED ({r:.2f}x)"))
+
+    # faster than PyTorch on every row PyTorch has
+    if torch is not None and tv is not None:
+        text = "faster than PyTorch"
+        if fv is None:
+            if row == "capture_instantiate_ctxmgr":
+                pass  # PyTorch-only variant; fc is compared on capture_instantiate
+            elif fc is not None:
+                out.append((text, "n/a (fc skipped)"))
+            else:
+                out.append((text, fc_missing))
+        else:
+            faster = fv > tv if higher_is_better(row) else fv < tv
+            r = fv / tv
+            out.append((text, "met" if faster else f"MISSED ({r:.2f}x)"))
+    elif row in ROW_ORDER[:5] and fv is not None and status["torch"] != "ok":
+        out.append(("faster than PyTorch", f"n/a (torch {status['torch']})"))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for impl in IMPLS:
+        ap.add_argument(f"--{impl}", metavar="JSONL", help=f"rows of {IMPL_NAMES[impl]}")
+    ap.add_argument("--status", action="append", default=[], metavar="IMPL=TEXT",
+                    help="outcome of an implementation's run (ok, failed (exit N), ...)")
+    ap.add_argument("--log", action="append", default=[], metavar="IMPL=FILE",
+                    help="stderr log of an implementation; its tail is shown when it did not succeed")
+    ap.add_argument("--machine", default="unknown")
+    ap.add_argument("--commit", default="unknown")
+    ap.add_argument("--command", default="")
+    ap.add_argument("--date", default="")
+    ap.add_argument("--out", help="write the markdown here (default: stdout only)")
+    args = ap.parse_args()
+
+    status = {impl: "ok" for impl in IMPLS}
+    for s in args.status:
+        k, _, v = s.partition("=")
+        if k in status:
+            status[k] = v or "unknown"
+    logs = {}
+    for s in args.log:
+        k, _, v = s.partition("=")
+        logs[k] = v
+
+    data, notes, errors = {}, {}, {}
+    for impl in IMPLS:
+        rows, n, err = load(getattr(args, impl))
+        data[impl], notes[impl], errors[impl] = rows, n, err
+        if not rows and status[impl] == "ok":
+            status[impl] = "no rows" + (f" ({err})" if err else "")
+
+    keys = set()
+    for impl in IMPLS:
+        keys.update(data[impl].keys())
+
+    def sort_key(rk):
+        row, k = rk
+        idx = ROW_ORDER.index(row) if row in ROW_ORDER else len(ROW_ORDER)
+        return (idx, row, k)
+
+    date = args.date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    L = []
+    L.append("# fc-graph benchmarks (issue #4)")
+    L.append("")
+    L.append(f"- **Date:** {date}")
+    L.append(f"- **Machine:** {args.machine}")
+    L.append(f"- **Commit:** {args.commit}")
+    if args.command:
+        L.append(f"- **Command:** `{args.command}`")
+    L.append("- **Workload:** a chain of K tiny element-wise f32 kernels over 4096 elements, "
+             "alternating `z = x + y; x = z * y` (fc and raw run the same PTX, `kernels/elementwise.ptx`; "
+             "PyTorch runs its own `torch.add`/`torch.mul` with `out=`), on a non-blocking stream. "
+             "Host monotonic clocks; median with p10–p90 in microseconds unless marked /s.")
+    L.append("- **Implementations:** " + ", ".join(f"{IMPL_NAMES[i]}: **{status[i]}**" for i in IMPLS))
+    builds = {str(o.get("build")) for o in data["fc"].values() if "build" in o}
+    if "debug" in builds:
+        L.append("- **WARNING:** fc-bench was a DEBUG build; its numbers are not representative.")
+    for impl in IMPLS:
+        skips = [n for n in notes[impl] if "[SKIP]" in n]
+        if skips:
+            L.append(f"- {IMPL_NAMES[impl]}: " + "; ".join(skips))
+    L.append("")
+
+    L.append("| row | K | fc median (p10–p90) | raw median | PyTorch median | fc/raw | fc/PyTorch | goal |")
+    L.append("|---|---:|---:|---:|---:|---:|---:|---|")
+    tally = {"met": 0, "MISSED": 0, "n/a": 0}
+    missed = []
+    for rk in sorted(keys, key=sort_key):
+        row, k = rk
+        fc, raw, torch = data["fc"].get(rk), data["raw"].get(rk), data["torch"].get(rk)
+        fv, rv, tv = value(fc), value(raw), value(torch)
+        goals = goals_for(row, k, fc, raw, torch, data, status)
+        for text, verdict in goals:
+            head = verdict.split(" ")[0]
+            tally[head if head in tally else "n/a"] += 1
+            if head == "MISSED":
+                missed.append(f"{row} K={k}: {text}: {verdict}")
+        goal_txt = "; ".join(f"{t}: {v}" for t, v in goals) if goals else ""
+        L.append(
+            f"| {row} | {k} | {cell(fc, status['fc'], True, row in EXPECTED['fc'])} "
+            f"| {cell(raw, status['raw'], False, row in EXPECTED['raw'])} "
+            f"| {cell(torch, status['torch'], False, row in EXPECTED['torch'])} | {fmt_ratio(ratio(fv, rv))} "
+            f"| {fmt_ratio(ratio(fv, tv))} | {goal_txt} |"
+        )
+    if not keys:
+        L.append("| (no rows from any implementation) | | | | | | | |")
+    for impl in IMPLS:
+        if status[impl] != "ok":
+            L.append(f"| **{IMPL_NAMES[impl]} {status[impl]}** | | | | | | | |")
+    L.append("")
+
+    L.append(f"**Goals:** {tally['met']} met, {tally['MISSED']} missed, {tally['n/a']} not measurable.")
+    for m in missed:
+        L.append(f"- MISSED: {m}")
+    L.append("")
+    L.append("Goals: fc `graph_launch_sync` ≤1.05x raw; fc `eager_enqueue_per_kernel` ≤1.10x raw; "
+             "fc `capture_instantiate` ≤1.10x raw; fc faster than PyTorch on every row PyTorch has; "
+             f"fc 2-device captures/s ≥{MULTI_GPU_GOAL}x one device. Ratios are fc/other of the medians "
+             "(for captures/s rows a ratio above 1 is better).")
+    L.append("")
+    L.append("Rows:")
+    for row in ROW_ORDER:
+        if any(rk[0] == row for rk in keys):
+            L.append(f"- `{row}`: {ROW_DOC[row]}")
+    L.append("")
+
+    for impl in IMPLS:
+        if status[impl] == "ok":
+            continue
+        path = logs.get(impl)
+        if not path or not os.path.exists(path):
+            continue
+        with open(path, encoding="utf-8", errors="replace") as f:
+            tail = f.readlines()[-20:]
+        L.append(f"<details><summary>{IMPL_NAMES[impl]}: last lines of {os.path.basename(path)}</summary>")
+        L.append("")
+        L.append("```")
+        L.extend(x.rstrip("\n") for x in tail)
+        L.append("```")
+        L.append("</details>")
+        L.append("")
+
+    md = "\n".join(L)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(md)
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
