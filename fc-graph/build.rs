@@ -11,8 +11,7 @@ use std::path::PathBuf;
 use quote::ToTokens;
 
 fn main() {
-    let manifest =
-        PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let header = manifest.join("../include/cuda/fc_cuda.h");
     println!("cargo:rerun-if-changed={}", header.display());
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libfcgraph.so");
@@ -28,8 +27,7 @@ fn main() {
     let text = bindings.to_string();
     let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     fs::write(out.join("fc_cuda_h.rs"), &text).expect("write fc_cuda_h.rs");
-    fs::write(out.join("fc_cuda_h_check.rs"), signature_checks(&text))
-        .expect("write fc_cuda_h_check.rs");
+    fs::write(out.join("fc_cuda_h_check.rs"), signature_checks(&text)).expect("write fc_cuda_h_check.rs");
 }
 
 /// One `const _: unsafe extern "C" fn(..) -> .. = super::NAME;` per header
@@ -70,8 +68,6 @@ fn signature_checks(bindings: &str) -> String {
         }
     }
     assert!(count > 0, "no functions found in fc_cuda.h");
-    checks.push_str(&format!(
-        "/// Functions the header declares.\npub const HEADER_FUNCTIONS: usize = {count};\n"
-    ));
+    checks.push_str(&format!("/// Functions the header declares.\npub const HEADER_FUNCTIONS: usize = {count};\n"));
     checks
 }

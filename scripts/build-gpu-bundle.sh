@@ -35,5 +35,5 @@ for line in sys.stdin:
 bash ctest/run.sh --build-only .bundle/ctest
 # Debug info stays here; the carried copies are stripped (size limit).
 strip .bundle/bin/* .bundle/tests/* .bundle/lib/*.so
-git rev-parse HEAD > .bundle/COMMIT 2>/dev/null || echo unknown > .bundle/COMMIT
+git describe --always --dirty > .bundle/COMMIT 2>/dev/null || echo unknown > .bundle/COMMIT
 du -sh .bundle

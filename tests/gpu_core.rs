@@ -14,68 +14,25 @@ use libtest_mimic::Failed;
 type TestResult = Result<(), Failed>;
 
 fn main() {
-    let t = |name, devices, body| GpuTest {
-        name,
-        devices,
-        body,
-    };
+    let t = |name, devices, body| GpuTest { name, devices, body };
     run_gpu_tests(
         "gpu_core",
         vec![
             t("device_info", 1, device_info),
             t("elementwise_matches_cpu", 1, elementwise_matches_cpu),
-            t(
-                "replay_equals_eager_on_fresh_inputs",
-                1,
-                replay_equals_eager_on_fresh_inputs,
-            ),
-            t(
-                "every_capture_mode_captures",
-                1,
-                every_capture_mode_captures,
-            ),
+            t("replay_equals_eager_on_fresh_inputs", 1, replay_equals_eager_on_fresh_inputs),
+            t("every_capture_mode_captures", 1, every_capture_mode_captures),
             t("second_begin_is_refused", 1, second_begin_is_refused),
-            t(
-                "dropped_guard_aborts_capture",
-                1,
-                dropped_guard_aborts_capture,
-            ),
-            t(
-                "sync_and_copies_refused_while_capturing",
-                1,
-                sync_and_copies_refused_while_capturing,
-            ),
-            t(
-                "bad_operands_launch_nothing",
-                1,
-                bad_operands_launch_nothing,
-            ),
-            t(
-                "wrong_device_operands_refused",
-                2,
-                wrong_device_operands_refused,
-            ),
-            t(
-                "capture_pool_serves_allocations_while_capturing",
-                1,
-                capture_pool_serves_allocations_while_capturing,
-            ),
-            t(
-                "graph_freed_while_in_flight",
-                1,
-                graph_freed_while_in_flight,
-            ),
+            t("dropped_guard_aborts_capture", 1, dropped_guard_aborts_capture),
+            t("sync_and_copies_refused_while_capturing", 1, sync_and_copies_refused_while_capturing),
+            t("bad_operands_launch_nothing", 1, bad_operands_launch_nothing),
+            t("wrong_device_operands_refused", 2, wrong_device_operands_refused),
+            t("capture_pool_serves_allocations_while_capturing", 1, capture_pool_serves_allocations_while_capturing),
+            t("graph_freed_while_in_flight", 1, graph_freed_while_in_flight),
             t("events_time_device_work", 1, events_time_device_work),
-            t(
-                "contexts_on_one_device_are_independent",
-                1,
-                contexts_on_one_device_are_independent,
-            ),
-            t(
-                "shield_against_foreign_global_capture",
-                2,
-                shield_against_foreign_global_capture,
-            ),
+            t("contexts_on_one_device_are_independent", 1, contexts_on_one_device_are_independent),
+            t("recapture_updates_graph_in_place", 1, recapture_updates_graph_in_place),
+            t("shield_against_foreign_global_capture", 2, shield_against_foreign_global_capture),
             t("seed_scenario_in_rust", 2, seed_scenario_in_rust),
         ],
     )
@@ -84,13 +41,7 @@ fn main() {
 const N: usize = 4096;
 
 /// The seed's layer body: 13 x (z = x + y; x = z * y).
-fn chain(
-    ctx: &Context,
-    x: &DeviceBuffer,
-    y: &DeviceBuffer,
-    z: &DeviceBuffer,
-    pairs: usize,
-) -> fc_graph::Result<()> {
+fn chain(ctx: &Context, x: &DeviceBuffer, y: &DeviceBuffer, z: &DeviceBuffer, pairs: usize) -> fc_graph::Result<()> {
     for _ in 0..pairs {
         ctx.add(x, y, z, N)?;
         ctx.mul(z, y, x, N)?;
@@ -116,22 +67,11 @@ fn device_info() -> TestResult {
         let name = d.name().map_err(fail)?;
         let (major, minor) = d.compute_capability().map_err(fail)?;
         let mem = d.total_memory().map_err(fail)?;
-        println!(
-            "device {i}: {name}, sm_{major}{minor}, {} MiB, {}",
-            mem >> 20,
-            d.uuid().map_err(fail)?
-        );
-        ensure!(
-            !name.is_empty() && major >= 3 && mem > 0,
-            "implausible device {i}"
-        );
+        println!("device {i}: {name}, sm_{major}{minor}, {} MiB, {}", mem >> 20, d.uuid().map_err(fail)?);
+        ensure!(!name.is_empty() && major >= 3 && mem > 0, "implausible device {i}");
     }
     let drv = fc_graph::driver().map_err(fail)?;
-    ensure!(
-        drv.driver_version() >= 11040,
-        "driver {}",
-        drv.driver_version()
-    );
+    ensure!(drv.driver_version() >= 11040, "driver {}", drv.driver_version());
     ensure!(Device::get(n).is_err(), "device {n} must not exist");
     Ok(())
 }
@@ -141,44 +81,26 @@ fn elementwise_matches_cpu() -> TestResult {
     let mut rng = Rng::new(1);
     for n in [1usize, 255, 256, 257, 4096, 1 << 20] {
         let (a, b) = (rng.floats(n), rng.floats(n));
-        let (da, db) = (
-            upload(&ctx, &a).map_err(fail)?,
-            upload(&ctx, &b).map_err(fail)?,
-        );
+        let (da, db) = (upload(&ctx, &a).map_err(fail)?, upload(&ctx, &b).map_err(fail)?);
         let out = upload(&ctx, &vec![f32::NAN; n]).map_err(fail)?;
         ctx.add(&da, &db, &out, n).map_err(fail)?;
         let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
-        assert_exact(
-            &format!("add n={n}"),
-            &download(&out, n).map_err(fail)?,
-            &want,
-        )?;
+        assert_exact(&format!("add n={n}"), &download(&out, n).map_err(fail)?, &want)?;
         out.upload(&vec![f32::NAN; n]).map_err(fail)?;
         ctx.mul(&da, &db, &out, n).map_err(fail)?;
         let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
-        assert_exact(
-            &format!("mul n={n}"),
-            &download(&out, n).map_err(fail)?,
-            &want,
-        )?;
+        assert_exact(&format!("mul n={n}"), &download(&out, n).map_err(fail)?, &want)?;
     }
     Ok(())
 }
 
 fn replay_equals_eager_on_fresh_inputs() -> TestResult {
     let ctx = Context::new(0).map_err(fail)?;
-    let (x, y, z) = (
-        ctx.alloc(N * 4).map_err(fail)?,
-        ctx.alloc(N * 4).map_err(fail)?,
-        ctx.alloc(N * 4).map_err(fail)?,
-    );
+    let (x, y, z) = (ctx.alloc(N * 4).map_err(fail)?, ctx.alloc(N * 4).map_err(fail)?, ctx.alloc(N * 4).map_err(fail)?);
     let cap = ctx.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
     chain(&ctx, &x, &y, &z, 13).map_err(fail)?;
     let g = cap.end().map_err(fail)?;
-    ensure!(
-        g.segment_count() == 1 && g.break_count() == 0,
-        "unbroken graph: {g:?}"
-    );
+    ensure!(g.segment_count() == 1 && g.break_count() == 0, "unbroken graph: {g:?}");
     let mut rng = Rng::new(2);
     for trial in 0..5 {
         let xs: Vec<f32> = (0..N).map(|_| rng.f32_in(-1.0, 1.0)).collect();
@@ -189,19 +111,11 @@ fn replay_equals_eager_on_fresh_inputs() -> TestResult {
         ctx.synchronize().map_err(fail)?;
         let mut want = xs.clone();
         chain_cpu(&mut want, &ys, 13);
-        assert_exact(
-            &format!("replay trial {trial}"),
-            &download(&x, N).map_err(fail)?,
-            &want,
-        )?;
+        assert_exact(&format!("replay trial {trial}"), &download(&x, N).map_err(fail)?, &want)?;
         // The same inputs eagerly on the GPU give the same bits.
         x.upload(&xs).map_err(fail)?;
         chain(&ctx, &x, &y, &z, 13).map_err(fail)?;
-        assert_exact(
-            &format!("eager trial {trial}"),
-            &download(&x, N).map_err(fail)?,
-            &want,
-        )?;
+        assert_exact(&format!("eager trial {trial}"), &download(&x, N).map_err(fail)?, &want)?;
     }
     Ok(())
 }
@@ -210,16 +124,9 @@ fn every_capture_mode_captures() -> TestResult {
     let ctx = Context::new(0).map_err(fail)?;
     let mut rng = Rng::new(3);
     let (xs, ys) = (rng.floats(N), rng.floats(N));
-    let (x, y, z) = (
-        upload(&ctx, &xs).map_err(fail)?,
-        upload(&ctx, &ys).map_err(fail)?,
-        ctx.alloc(N * 4).map_err(fail)?,
-    );
-    for mode in [
-        CaptureMode::Global,
-        CaptureMode::ThreadLocal,
-        CaptureMode::Relaxed,
-    ] {
+    let (x, y, z) =
+        (upload(&ctx, &xs).map_err(fail)?, upload(&ctx, &ys).map_err(fail)?, ctx.alloc(N * 4).map_err(fail)?);
+    for mode in [CaptureMode::Global, CaptureMode::ThreadLocal, CaptureMode::Relaxed] {
         let cap = ctx.begin_capture(mode).map_err(fail)?;
         ctx.add(&x, &y, &z, N).map_err(fail)?;
         let g = cap.end().map_err(fail)?;
@@ -246,11 +153,7 @@ fn second_begin_is_refused() -> TestResult {
 
 fn dropped_guard_aborts_capture() -> TestResult {
     let ctx = Context::new(0).map_err(fail)?;
-    let (x, y, z) = (
-        ctx.alloc(N * 4).map_err(fail)?,
-        ctx.alloc(N * 4).map_err(fail)?,
-        ctx.alloc(N * 4).map_err(fail)?,
-    );
+    let (x, y, z) = (ctx.alloc(N * 4).map_err(fail)?, ctx.alloc(N * 4).map_err(fail)?, ctx.alloc(N * 4).map_err(fail)?);
     {
         let _cap = ctx.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
         ctx.add(&x, &y, &z, N).map_err(fail)?;
@@ -260,10 +163,7 @@ fn dropped_guard_aborts_capture() -> TestResult {
     let mut status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
     // SAFETY: our stream and a valid out-pointer.
     let rc = unsafe { (d.cuStreamIsCapturing)(ctx.raw_stream(), &mut status) };
-    ensure!(
-        rc == CUDA_SUCCESS && status == CU_STREAM_CAPTURE_STATUS_NONE,
-        "stream still capturing ({rc}, {status})"
-    );
+    ensure!(rc == CUDA_SUCCESS && status == CU_STREAM_CAPTURE_STATUS_NONE, "stream still capturing ({rc}, {status})");
     ctx.synchronize().map_err(fail)?;
     let cap = ctx.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
     ctx.add(&x, &y, &z, N).map_err(fail)?;
@@ -275,34 +175,18 @@ fn sync_and_copies_refused_while_capturing() -> TestResult {
     let ctx = Context::new(0).map_err(fail)?;
     let mut rng = Rng::new(4);
     let (xs, ys) = (rng.floats(N), rng.floats(N));
-    let (x, y, z) = (
-        upload(&ctx, &xs).map_err(fail)?,
-        upload(&ctx, &ys).map_err(fail)?,
-        ctx.alloc(N * 4).map_err(fail)?,
-    );
+    let (x, y, z) =
+        (upload(&ctx, &xs).map_err(fail)?, upload(&ctx, &ys).map_err(fail)?, ctx.alloc(N * 4).map_err(fail)?);
     let cap = ctx.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
     ctx.mul(&x, &y, &z, N).map_err(fail)?;
-    ensure!(
-        matches!(ctx.synchronize(), Err(Error::CaptureState(_))),
-        "sync during capture must be refused"
-    );
-    ensure!(
-        matches!(x.upload(&xs), Err(Error::CaptureState(_))),
-        "upload during capture must be refused"
-    );
+    ensure!(matches!(ctx.synchronize(), Err(Error::CaptureState(_))), "sync during capture must be refused");
+    ensure!(matches!(x.upload(&xs), Err(Error::CaptureState(_))), "upload during capture must be refused");
     let mut tmp = vec![0f32; N];
-    ensure!(
-        matches!(z.download(&mut tmp), Err(Error::CaptureState(_))),
-        "download during capture must be refused"
-    );
+    ensure!(matches!(z.download(&mut tmp), Err(Error::CaptureState(_))), "download during capture must be refused");
     let g = cap.end().map_err(fail)?;
     g.launch().map_err(fail)?;
     let want: Vec<f32> = xs.iter().zip(&ys).map(|(a, b)| a * b).collect();
-    assert_exact(
-        "capture survived the refusals",
-        &download(&z, N).map_err(fail)?,
-        &want,
-    )
+    assert_exact("capture survived the refusals", &download(&z, N).map_err(fail)?, &want)
 }
 
 fn bad_operands_launch_nothing() -> TestResult {
@@ -316,36 +200,17 @@ fn bad_operands_launch_nothing() -> TestResult {
         }
         other => return Err(fail(format!("expected BufferTooSmall, got {other:?}"))),
     }
-    ensure!(
-        matches!(
-            ctx.mul(&small, &big, &out, 2048),
-            Err(Error::BufferTooSmall(_))
-        ),
-        "a too small"
-    );
+    ensure!(matches!(ctx.mul(&small, &big, &out, 2048), Err(Error::BufferTooSmall(_))), "a too small");
     ctx.synchronize().map_err(fail)?;
-    assert_exact(
-        "out untouched",
-        &download(&out, 1024).map_err(fail)?,
-        &vec![-3.0; 1024],
-    )?;
+    assert_exact("out untouched", &download(&out, 1024).map_err(fail)?, &vec![-3.0; 1024])?;
     ensure!(ctx.add(&small, &small, &out, 0).is_ok(), "n = 0 is a no-op");
-    ensure!(
-        matches!(ctx.alloc(0), Err(Error::InvalidArgument(_))),
-        "0-byte alloc refused"
-    );
-    ensure!(
-        matches!(out.upload(&vec![0f32; 1025]), Err(Error::BufferTooSmall(_))),
-        "oversized upload"
-    );
+    ensure!(matches!(ctx.alloc(0), Err(Error::InvalidArgument(_))), "0-byte alloc refused");
+    ensure!(matches!(out.upload(&vec![0f32; 1025]), Err(Error::BufferTooSmall(_))), "oversized upload");
     Ok(())
 }
 
 fn wrong_device_operands_refused() -> TestResult {
-    let (c0, c1) = (
-        Context::new(0).map_err(fail)?,
-        Context::new(1).map_err(fail)?,
-    );
+    let (c0, c1) = (Context::new(0).map_err(fail)?, Context::new(1).map_err(fail)?);
     let a0 = upload(&c0, &vec![1.0f32; N]).map_err(fail)?;
     let a1 = upload(&c1, &vec![2.0f32; N]).map_err(fail)?;
     let out = upload(&c0, &vec![5.0f32; N]).map_err(fail)?;
@@ -353,33 +218,20 @@ fn wrong_device_operands_refused() -> TestResult {
         Err(Error::WrongDevice(m)) => ensure!(m.contains("device 1"), "message: {m}"),
         other => return Err(fail(format!("expected WrongDevice, got {other:?}"))),
     }
-    assert_exact(
-        "out untouched",
-        &download(&out, N).map_err(fail)?,
-        &vec![5.0; N],
-    )
+    assert_exact("out untouched", &download(&out, N).map_err(fail)?, &vec![5.0; N])
 }
 
 fn capture_pool_serves_allocations_while_capturing() -> TestResult {
     let ctx = Context::new(0).map_err(fail)?;
     let mut rng = Rng::new(5);
     let (xs, ys) = (rng.floats(N), rng.floats(N));
-    let (x, y) = (
-        upload(&ctx, &xs).map_err(fail)?,
-        upload(&ctx, &ys).map_err(fail)?,
-    );
-    ensure!(
-        x.origin() == Origin::Driver,
-        "eager allocations come from the driver"
-    );
+    let (x, y) = (upload(&ctx, &xs).map_err(fail)?, upload(&ctx, &ys).map_err(fail)?);
+    ensure!(x.origin() == Origin::Driver, "eager allocations come from the driver");
     let before = ctx.pool_reserved_bytes();
     let cap = ctx.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
     let tmp = ctx.alloc(N * 4).map_err(fail)?;
     let out = ctx.alloc(N * 4).map_err(fail)?;
-    ensure!(
-        matches!(out.origin(), Origin::Pool { .. }),
-        "capture-time allocation from the pool"
-    );
+    ensure!(matches!(out.origin(), Origin::Pool { .. }), "capture-time allocation from the pool");
     ctx.add(&x, &y, &tmp, N).map_err(fail)?;
     ctx.mul(&tmp, &y, &out, N).map_err(fail)?;
     drop(tmp);
@@ -390,16 +242,9 @@ fn capture_pool_serves_allocations_while_capturing() -> TestResult {
     for _ in 0..3 {
         g.launch().map_err(fail)?;
         ensure!(out.as_raw() == addr, "address stable");
-        assert_exact(
-            "pool-backed output",
-            &download(&out, N).map_err(fail)?,
-            &want,
-        )?;
+        assert_exact("pool-backed output", &download(&out, N).map_err(fail)?, &want)?;
     }
-    ensure!(
-        ctx.alloc(16).map_err(fail)?.origin() == Origin::Driver,
-        "after the capture: driver again"
-    );
+    ensure!(ctx.alloc(16).map_err(fail)?.origin() == Origin::Driver, "after the capture: driver again");
     Ok(())
 }
 
@@ -408,11 +253,8 @@ fn graph_freed_while_in_flight() -> TestResult {
     let mut rng = Rng::new(6);
     let xs: Vec<f32> = (0..N).map(|_| rng.f32_in(-1.0, 1.0)).collect();
     let ys: Vec<f32> = (0..N).map(|_| rng.f32_in(0.5, 1.0)).collect();
-    let (x, y, z) = (
-        upload(&ctx, &xs).map_err(fail)?,
-        upload(&ctx, &ys).map_err(fail)?,
-        ctx.alloc(N * 4).map_err(fail)?,
-    );
+    let (x, y, z) =
+        (upload(&ctx, &xs).map_err(fail)?, upload(&ctx, &ys).map_err(fail)?, ctx.alloc(N * 4).map_err(fail)?);
     let cap = ctx.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
     chain(&ctx, &x, &y, &z, 1300).map_err(fail)?;
     let g = cap.end().map_err(fail)?;
@@ -426,15 +268,8 @@ fn graph_freed_while_in_flight() -> TestResult {
 
 fn events_time_device_work() -> TestResult {
     let ctx = Context::new(0).map_err(fail)?;
-    let (x, y, z) = (
-        ctx.alloc(N * 4).map_err(fail)?,
-        ctx.alloc(N * 4).map_err(fail)?,
-        ctx.alloc(N * 4).map_err(fail)?,
-    );
-    let (start, end) = (
-        Event::new(&ctx).map_err(fail)?,
-        Event::new(&ctx).map_err(fail)?,
-    );
+    let (x, y, z) = (ctx.alloc(N * 4).map_err(fail)?, ctx.alloc(N * 4).map_err(fail)?, ctx.alloc(N * 4).map_err(fail)?);
+    let (start, end) = (Event::new(&ctx).map_err(fail)?, Event::new(&ctx).map_err(fail)?);
     start.record().map_err(fail)?;
     chain(&ctx, &x, &y, &z, 100).map_err(fail)?;
     end.record().map_err(fail)?;
@@ -445,19 +280,9 @@ fn events_time_device_work() -> TestResult {
 }
 
 fn contexts_on_one_device_are_independent() -> TestResult {
-    let (c1, c2) = (
-        Context::new(0).map_err(fail)?,
-        Context::new(0).map_err(fail)?,
-    );
-    ensure!(
-        c1.raw_stream() != c2.raw_stream(),
-        "each context has its own stream"
-    );
-    let (x, y, z) = (
-        c1.alloc(N * 4).map_err(fail)?,
-        c1.alloc(N * 4).map_err(fail)?,
-        c1.alloc(N * 4).map_err(fail)?,
-    );
+    let (c1, c2) = (Context::new(0).map_err(fail)?, Context::new(0).map_err(fail)?);
+    ensure!(c1.raw_stream() != c2.raw_stream(), "each context has its own stream");
+    let (x, y, z) = (c1.alloc(N * 4).map_err(fail)?, c1.alloc(N * 4).map_err(fail)?, c1.alloc(N * 4).map_err(fail)?);
     let cap = c1.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
     chain(&c1, &x, &y, &z, 13).map_err(fail)?;
     // Another thread works eagerly on the second context of the same device.
@@ -478,6 +303,48 @@ fn contexts_on_one_device_are_independent() -> TestResult {
     c1.synchronize().map_err(fail)
 }
 
+/// Re-capturing the same topology on other buffers updates the executable
+/// graph in place (drivers with cuGraphExecUpdate); a changed topology is
+/// instantiated anew. Either way the graph then computes the new capture.
+fn recapture_updates_graph_in_place() -> TestResult {
+    let ctx = Context::new(0).map_err(fail)?;
+    let mut rng = Rng::new(7);
+    type Inputs = (Vec<f32>, Vec<f32>, DeviceBuffer, DeviceBuffer, DeviceBuffer);
+    let bufs = |rng: &mut Rng| -> fc_graph::Result<Inputs> {
+        let xs: Vec<f32> = (0..N).map(|_| rng.f32_in(-1.0, 1.0)).collect();
+        let ys: Vec<f32> = (0..N).map(|_| rng.f32_in(-1.5, 1.5)).collect();
+        let (x, y) = (upload(&ctx, &xs)?, upload(&ctx, &ys)?);
+        Ok((xs, ys, x, y, ctx.alloc(N * 4)?))
+    };
+    let (_, _, x1, y1, z1) = bufs(&mut rng).map_err(fail)?;
+    let cap = ctx.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
+    chain(&ctx, &x1, &y1, &z1, 13).map_err(fail)?;
+    let mut g = cap.end().map_err(fail)?;
+    // Same topology, other buffers.
+    let (xs2, ys2, x2, y2, z2) = bufs(&mut rng).map_err(fail)?;
+    let cap = ctx.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
+    chain(&ctx, &x2, &y2, &z2, 13).map_err(fail)?;
+    let report = cap.end_update(&mut g).map_err(fail)?;
+    let in_place = fc_graph::driver().map_err(fail)?.cuGraphExecUpdate.is_some();
+    println!("update report {report:?} (driver has cuGraphExecUpdate: {in_place})");
+    ensure!(report.updated + report.instantiated == 1, "one segment: {report:?}");
+    ensure!(!in_place || report.updated == 1, "same topology must update in place: {report:?}");
+    g.launch().map_err(fail)?;
+    let mut want = xs2.clone();
+    chain_cpu(&mut want, &ys2, 13);
+    assert_exact("updated graph computes on the new buffers", &download(&x2, N).map_err(fail)?, &want)?;
+    // Changed topology: one more pair.
+    x2.upload(&xs2).map_err(fail)?;
+    let cap = ctx.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
+    chain(&ctx, &x2, &y2, &z2, 14).map_err(fail)?;
+    let report = cap.end_update(&mut g).map_err(fail)?;
+    ensure!(report.instantiated == 1 && report.updated == 0, "changed topology re-instantiates: {report:?}");
+    g.launch().map_err(fail)?;
+    let mut want = xs2;
+    chain_cpu(&mut want, &ys2, 14);
+    assert_exact("re-instantiated graph", &download(&x2, N).map_err(fail)?, &want)
+}
+
 /// Another "library" opens a GLOBAL-mode capture on device 0 (PyTorch's
 /// default). While it is open, another thread uses fc-graph on device 1:
 /// allocate, copy, synchronize, free, load a module, capture, instantiate,
@@ -486,10 +353,8 @@ fn contexts_on_one_device_are_independent() -> TestResult {
 /// driver must refuse it, or this test proves nothing.
 fn shield_against_foreign_global_capture() -> TestResult {
     let foreign = Context::new(0).map_err(fail)?;
-    let (fx, fy) = (
-        upload(&foreign, &vec![2.0f32; N]).map_err(fail)?,
-        upload(&foreign, &vec![3.0f32; N]).map_err(fail)?,
-    );
+    let (fx, fy) =
+        (upload(&foreign, &vec![2.0f32; N]).map_err(fail)?, upload(&foreign, &vec![3.0f32; N]).map_err(fail)?);
     let fz = foreign.alloc(N * 4).map_err(fail)?;
     let work_on_device_1 = || -> fc_graph::Result<()> {
         let ctx = Context::new(1)?;
@@ -513,23 +378,12 @@ fn shield_against_foreign_global_capture() -> TestResult {
     };
     let cap = foreign.begin_capture(CaptureMode::Global).map_err(fail)?;
     foreign.add(&fx, &fy, &fz, N).map_err(fail)?;
-    let ours =
-        thread::scope(|s| s.spawn(work_on_device_1).join()).map_err(|_| fail("thread panicked"))?;
+    let ours = thread::scope(|s| s.spawn(work_on_device_1).join()).map_err(|_| fail("thread panicked"))?;
     foreign.mul(&fz, &fy, &fz, N).map_err(fail)?;
-    let g = cap
-        .end()
-        .map_err(|e| fail(format!("foreign capture destroyed: {e}")))?;
-    ours.map_err(|e| {
-        fail(format!(
-            "fc-graph call refused under a foreign GLOBAL capture: {e}"
-        ))
-    })?;
+    let g = cap.end().map_err(|e| fail(format!("foreign capture destroyed: {e}")))?;
+    ours.map_err(|e| fail(format!("fc-graph call refused under a foreign GLOBAL capture: {e}")))?;
     g.launch().map_err(fail)?;
-    assert_exact(
-        "foreign graph",
-        &download(&fz, N).map_err(fail)?,
-        &vec![15.0; N],
-    )?;
+    assert_exact("foreign graph", &download(&fz, N).map_err(fail)?, &vec![15.0; N])?;
 
     // Control: the same situation without the shield is refused.
     let cap = foreign.begin_capture(CaptureMode::Global).map_err(fail)?;
@@ -569,11 +423,7 @@ fn seed_scenario_in_rust() -> TestResult {
     const ROUNDS: usize = 200;
     let a = Context::new(0).map_err(fail)?;
     let b = Context::new(1).map_err(fail)?;
-    let (x, y, z) = (
-        a.alloc(N * 4).map_err(fail)?,
-        a.alloc(N * 4).map_err(fail)?,
-        a.alloc(N * 4).map_err(fail)?,
-    );
+    let (x, y, z) = (a.alloc(N * 4).map_err(fail)?, a.alloc(N * 4).map_err(fail)?, a.alloc(N * 4).map_err(fail)?);
     let stop = Arc::new(AtomicBool::new(false));
     let (ok, refused) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let interferer = {
@@ -613,15 +463,7 @@ fn seed_scenario_in_rust() -> TestResult {
     a.synchronize().map_err(fail)?;
     let (ok, refused) = (ok.load(Ordering::Relaxed), refused.load(Ordering::Relaxed));
     println!("seed scenario: {captured}/{ROUNDS} captures, interferer {ok} ok / {refused} refused");
-    ensure!(
-        captured == ROUNDS,
-        "{} captures failed: {:?}",
-        ROUNDS - captured,
-        failures.first()
-    );
-    ensure!(
-        refused == 0 && ok > 0,
-        "interferer: {ok} ok, {refused} refused"
-    );
+    ensure!(captured == ROUNDS, "{} captures failed: {:?}", ROUNDS - captured, failures.first());
+    ensure!(refused == 0 && ok > 0, "interferer: {ok} ok, {refused} refused");
     Ok(())
 }

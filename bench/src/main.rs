@@ -121,11 +121,7 @@ fn run(args: &Args) -> Result<()> {
         dev.name()?,
         args.n,
         args.warmup,
-        if cfg!(debug_assertions) {
-            "DEBUG (numbers not representative)"
-        } else {
-            "release"
-        },
+        if cfg!(debug_assertions) { "DEBUG (numbers not representative)" } else { "release" },
     );
 
     let chain = Chain::new(Context::new(args.device)?, args.n)?;
@@ -208,10 +204,7 @@ impl Chain {
         self.x.download(&mut h)?;
         let want = (k / 2) as f32;
         if let Some(i) = h.iter().position(|&v| v != want) {
-            eprintln!(
-                "[fc] FATAL wrong result after {what}, K={k}: x[{i}] = {}, want {want}",
-                h[i]
-            );
+            eprintln!("[fc] FATAL wrong result after {what}, K={k}: x[{i}] = {}, want {want}", h[i]);
             std::process::exit(1);
         }
         eprintln!("[fc] check {what} K={k}: ok (x == {want})");
@@ -236,20 +229,13 @@ fn percentile(v: &[f64], q: f64) -> f64 {
 
 fn emit_row(row: &str, kernels: usize, us: &mut [f64]) {
     us.sort_by(f64::total_cmp);
-    let (med, p10, p90) = (
-        percentile(us, 0.5),
-        percentile(us, 0.1),
-        percentile(us, 0.9),
-    );
+    let (med, p10, p90) = (percentile(us, 0.5), percentile(us, 0.1), percentile(us, 0.9));
     println!(
         "{{\"impl\":\"{IMPL}\",\"row\":\"{row}\",\"kernels\":{kernels},\"median_us\":{med:.3},\"p10_us\":{p10:.3},\"p90_us\":{p90:.3},\"n\":{},\"build\":\"{}\"}}",
         us.len(),
         if cfg!(debug_assertions) { "debug" } else { "release" },
     );
-    eprintln!(
-        "[fc] {row:<26} K={kernels:<5} median {med:10.3} us  (p10 {p10:10.3}, p90 {p90:10.3}, n={})",
-        us.len()
-    );
+    eprintln!("[fc] {row:<26} K={kernels:<5} median {med:10.3} us  (p10 {p10:10.3}, p90 {p90:10.3}, n={})", us.len());
 }
 
 #[inline]
@@ -362,10 +348,7 @@ fn run_workers(chains: &[&Chain], k: usize, secs: f64) -> Result<Vec<f64>> {
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
     })
 }
 
@@ -378,9 +361,7 @@ fn bench_multi_gpu(args: &Args) -> Result<()> {
     println!(
         "{{\"impl\":\"{IMPL}\",\"row\":\"multi_gpu_captures_per_s_1dev\",\"kernels\":{k},\"captures_per_s\":{one:.1},\"secs\":{secs:.3},\"devices\":1}}"
     );
-    eprintln!(
-        "[fc] multi_gpu 1 device : {one:.1} captures/s (capture+instantiate+launch+sync, K={k})"
-    );
+    eprintln!("[fc] multi_gpu 1 device : {one:.1} captures/s (capture+instantiate+launch+sync, K={k})");
     if count < 2 {
         eprintln!("[fc] [SKIP] multi_gpu 2 devices: only {count} CUDA device(s) visible");
         println!(
@@ -396,9 +377,6 @@ fn bench_multi_gpu(args: &Args) -> Result<()> {
         "{{\"impl\":\"{IMPL}\",\"row\":\"multi_gpu_captures_per_s_2dev\",\"kernels\":{k},\"captures_per_s\":{two:.1},\"per_device\":[{:.1},{:.1}],\"ratio_vs_1dev\":{ratio:.3},\"secs\":{secs:.3},\"devices\":2}}",
         per[0], per[1]
     );
-    eprintln!(
-        "[fc] multi_gpu 2 devices: {two:.1} captures/s ({:.1} + {:.1}), {ratio:.2}x one device",
-        per[0], per[1]
-    );
+    eprintln!("[fc] multi_gpu 2 devices: {two:.1} captures/s ({:.1} + {:.1}), {ratio:.2}x one device", per[0], per[1]);
     Ok(())
 }

@@ -38,23 +38,16 @@ fn run(args: &[&str], envs: &[(&str, &str)]) -> Output {
     for (k, v) in envs {
         cmd.env(k, v);
     }
-    cmd.output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()))
+    cmd.output().unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()))
 }
 
 fn text(out: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
 #[test]
 fn skips_cleanly_without_a_driver() {
-    let out = run(
-        &["--quick"],
-        &[("FC_CUDA_LIBRARY", "/nonexistent/libcuda.so")],
-    );
+    let out = run(&["--quick"], &[("FC_CUDA_LIBRARY", "/nonexistent/libcuda.so")]);
     let (stdout, stderr) = text(&out);
     assert!(
         out.status.success(),
@@ -85,23 +78,13 @@ fn quick_mode_reports_rows_when_a_gpu_is_present() {
         let out = run(&["--quick"], &[]);
         let (stdout, stderr) = text(&out);
         assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
-        assert!(
-            stdout.contains("[SKIP]") || stderr.contains("[SKIP]"),
-            "stdout:\n{stdout}\nstderr:\n{stderr}"
-        );
+        assert!(stdout.contains("[SKIP]") || stderr.contains("[SKIP]"), "stdout:\n{stdout}\nstderr:\n{stderr}");
         return;
     }
     let out = run(&["--quick"], &[]);
     let (stdout, stderr) = text(&out);
-    assert!(
-        out.status.success(),
-        "fc-bench --quick failed: {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        out.status
-    );
-    let rows: Vec<&str> = stdout
-        .lines()
-        .filter(|l| l.starts_with('{') && l.ends_with('}'))
-        .collect();
+    assert!(out.status.success(), "fc-bench --quick failed: {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status);
+    let rows: Vec<&str> = stdout.lines().filter(|l| l.starts_with('{') && l.ends_with('}')).collect();
     for want in [
         "eager_enqueue_per_kernel",
         "eager_enqueue_sync",
@@ -113,15 +96,13 @@ fn quick_mode_reports_rows_when_a_gpu_is_present() {
     ] {
         let tag = format!("\"row\":\"{want}\"");
         assert!(
-            rows.iter()
-                .any(|r| r.contains(&tag) && r.contains("\"impl\":\"fc\"")),
+            rows.iter().any(|r| r.contains(&tag) && r.contains("\"impl\":\"fc\"")),
             "no {want} row\nstdout:\n{stdout}\nstderr:\n{stderr}"
         );
     }
     assert!(
-        rows.iter().all(|r| r.contains("\"median_us\":")
-            || r.contains("\"captures_per_s\":")
-            || r.contains("\"skipped\":")),
+        rows.iter()
+            .all(|r| r.contains("\"median_us\":") || r.contains("\"captures_per_s\":") || r.contains("\"skipped\":")),
         "malformed rows:\n{stdout}"
     );
 }

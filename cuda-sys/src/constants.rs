@@ -45,6 +45,7 @@ constants! {
         CUDA_ERROR_STREAM_CAPTURE_IMPLICIT = 906,
         CUDA_ERROR_CAPTURED_EVENT = 907,
         CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD = 908,
+        CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE = 910,
         CUDA_ERROR_UNKNOWN = 999,
     }
     CUstreamCaptureMode {
@@ -90,5 +91,6 @@ constants! {
     CUgraphExecUpdateResult {
         CU_GRAPH_EXEC_UPDATE_SUCCESS = 0,
         CU_GRAPH_EXEC_UPDATE_ERROR = 1,
+        CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED = 2,
     }
 }

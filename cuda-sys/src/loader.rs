@@ -26,11 +26,7 @@ pub enum LoadError {
     NoProcAddress { library: String },
     /// A required entry point could not be resolved.
     #[error("the CUDA driver lacks the required entry point {name} (ABI {version}): {detail}")]
-    MissingSymbol {
-        name: &'static str,
-        version: i32,
-        detail: String,
-    },
+    MissingSymbol { name: &'static str, version: i32, detail: String },
     /// The driver is older than the oldest supported one.
     #[error("CUDA driver API version {found} is older than the oldest supported, {min} (CUDA 11.4, driver 470)")]
     DriverTooOld { found: i32, min: i32 },
@@ -60,9 +56,7 @@ impl ProcAddress {
         }
         let why = match status {
             CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND => "symbol not found".to_string(),
-            CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT => {
-                "the driver is older than this ABI version".to_string()
-            }
+            CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT => "the driver is older than this ABI version".to_string(),
             _ if res == CUDA_ERROR_NOT_FOUND => "symbol not found".to_string(),
             _ if res != CUDA_SUCCESS => format!("cuGetProcAddress returned {res}"),
             _ => "cuGetProcAddress returned a null pointer".to_string(),
@@ -119,10 +113,7 @@ impl Driver {
                 Err(e) => reasons.push(format!("{path}: {e}")),
             }
         }
-        Err(LoadError::LibraryNotFound {
-            tried: candidates.join(", "),
-            reason: reasons.join("; "),
-        })
+        Err(LoadError::LibraryNotFound { tried: candidates.join(", "), reason: reasons.join("; ") })
     }
 
     fn from_library(lib: Library, path: &str) -> Result<Driver, LoadError> {
@@ -137,11 +128,7 @@ impl Driver {
             // (`PFN_cuGetProcAddress_v11030`).
             None => match unsafe { lib.get::<cuGetProcAddress_v11030>(b"cuGetProcAddress\0") } {
                 Ok(s) => ProcAddress::V11030(*s),
-                Err(_) => {
-                    return Err(LoadError::NoProcAddress {
-                        library: path.to_string(),
-                    })
-                }
+                Err(_) => return Err(LoadError::NoProcAddress { library: path.to_string() }),
             },
         };
         // SAFETY: cuGetProcAddress returns, for (name, version), a function
@@ -159,17 +146,9 @@ impl Driver {
             });
         }
         if driver_version < crate::MIN_DRIVER_VERSION {
-            return Err(LoadError::DriverTooOld {
-                found: driver_version,
-                min: crate::MIN_DRIVER_VERSION,
-            });
+            return Err(LoadError::DriverTooOld { found: driver_version, min: crate::MIN_DRIVER_VERSION });
         }
-        Ok(Driver {
-            fns,
-            library_path: path.to_string(),
-            driver_version,
-            _lib: lib,
-        })
+        Ok(Driver { fns, library_path: path.to_string(), driver_version, _lib: lib })
     }
 
     /// The path the library was opened from.

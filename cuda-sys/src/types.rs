@@ -52,16 +52,7 @@ macro_rules! structs {
     };
 }
 
-opaque!(
-    CUctx_st,
-    CUmod_st,
-    CUfunc_st,
-    CUstream_st,
-    CUevent_st,
-    CUgraph_st,
-    CUgraphExec_st,
-    CUgraphNode_st,
-);
+opaque!(CUctx_st, CUmod_st, CUfunc_st, CUstream_st, CUevent_st, CUgraph_st, CUgraphExec_st, CUgraphNode_st,);
 
 aliases! {
     /// `cuuint64_t` (`uint64_t`).

@@ -117,10 +117,9 @@ fn canon_depth(ty: &syn::Type, defs: &Typedefs, depth: usize) -> Canon {
         return Canon::Unknown(format!("typedef loop at {}", tokens(ty)));
     }
     match ty {
-        syn::Type::Ptr(p) => Canon::Ptr {
-            mutable: p.mutability.is_some(),
-            to: Box::new(canon_depth(&p.elem, defs, depth + 1)),
-        },
+        syn::Type::Ptr(p) => {
+            Canon::Ptr { mutable: p.mutability.is_some(), to: Box::new(canon_depth(&p.elem, defs, depth + 1)) }
+        }
         syn::Type::Array(a) => match int_value(&a.len) {
             Some(n) => Canon::Array(Box::new(canon_depth(&a.elem, defs, depth + 1)), n),
             None => Canon::Unknown(tokens(ty)),
@@ -135,11 +134,7 @@ fn canon_depth(ty: &syn::Type, defs: &Typedefs, depth: usize) -> Canon {
 }
 
 fn canon_fn(f: &syn::TypeBareFn, defs: &Typedefs, depth: usize) -> Canon {
-    let params = f
-        .inputs
-        .iter()
-        .map(|a| canon_depth(&a.ty, defs, depth + 1))
-        .collect();
+    let params = f.inputs.iter().map(|a| canon_depth(&a.ty, defs, depth + 1)).collect();
     let ret = match &f.output {
         syn::ReturnType::Default => Canon::Unit,
         syn::ReturnType::Type(_, t) => canon_depth(t, defs, depth + 1),
@@ -186,10 +181,7 @@ fn tokens(ty: &syn::Type) -> String {
 /// literals, negation, parentheses and casts.
 fn int_value(e: &syn::Expr) -> Option<i128> {
     match e {
-        syn::Expr::Lit(syn::ExprLit {
-            lit: syn::Lit::Int(i),
-            ..
-        }) => i.base10_parse::<i128>().ok(),
+        syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => i.base10_parse::<i128>().ok(),
         syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Neg(_)) => int_value(&u.expr).map(|v| -v),
         syn::Expr::Paren(p) => int_value(&p.expr),
         syn::Expr::Group(g) => int_value(&g.expr),
@@ -200,10 +192,7 @@ fn int_value(e: &syn::Expr) -> Option<i128> {
 
 /// Our typedefs, from `audit::aliases()`.
 fn our_typedefs() -> Typedefs {
-    audit::aliases()
-        .iter()
-        .filter_map(|a| Some((a.name.to_string(), syn::parse_str(a.target).ok()?)))
-        .collect()
+    audit::aliases().iter().filter_map(|a| Some((a.name.to_string(), syn::parse_str(a.target).ok()?))).collect()
 }
 
 // ---------------------------------------------------------------------------
@@ -250,10 +239,7 @@ struct RawHeader {
 
 /// Runs bindgen over `cuda.h` + `cudaTypedefs.h` in `dir`.
 fn run_bindgen(dir: &std::path::Path) -> Result<String, String> {
-    let wrapper: String = HEADER_FILES
-        .iter()
-        .map(|f| format!("#include <{f}>\n"))
-        .collect();
+    let wrapper: String = HEADER_FILES.iter().map(|f| format!("#include <{f}>\n")).collect();
     let bindings = bindgen::Builder::default()
         .header_contents("fc_audit_wrapper.h", &wrapper)
         .clang_arg(format!("-I{}", dir.display()))
@@ -312,10 +298,7 @@ fn collect_use(tree: &syn::UseTree, raw: &mut RawHeader) {
         syn::UseTree::Path(p) => collect_use(&p.tree, raw),
         syn::UseTree::Group(g) => g.items.iter().for_each(|t| collect_use(t, raw)),
         syn::UseTree::Rename(r) => {
-            let target = syn::Type::Path(syn::TypePath {
-                qself: None,
-                path: syn::Path::from(r.ident.clone()),
-            });
+            let target = syn::Type::Path(syn::TypePath { qself: None, path: syn::Path::from(r.ident.clone()) });
             raw.typedefs.insert(r.rename.to_string(), target);
         }
         _ => {}
@@ -344,11 +327,7 @@ fn layout_assertion(e: &syn::Expr) -> Option<(String, i128)> {
     let syn::Expr::Array(arr) = &*ix.expr else {
         return None;
     };
-    let Some(syn::Expr::Lit(syn::ExprLit {
-        lit: syn::Lit::Str(label),
-        ..
-    })) = arr.elems.first()
-    else {
+    let Some(syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(label), .. })) = arr.elems.first() else {
         return None;
     };
     let syn::Expr::Binary(bin) = &*ix.index else {
@@ -373,53 +352,31 @@ fn record_layout(label: &str, n: i128, layouts: &mut HashMap<String, Layout>) {
 /// Canonicalises everything in `raw`.
 fn canonicalise(label: &'static str, raw: RawHeader) -> Header {
     let defs = &raw.typedefs;
-    let types = defs
-        .iter()
-        .map(|(name, ty)| (name.clone(), canon(ty, defs)))
-        .collect();
+    let types = defs.iter().map(|(name, ty)| (name.clone(), canon(ty, defs))).collect();
     let consts = raw
         .consts
         .iter()
         .map(|(name, ty, value)| {
             let enum_type = is_enum_type(ty).then(|| canon(ty, defs));
-            (
-                name.clone(),
-                HeaderConst {
-                    value: *value,
-                    enum_type,
-                },
-            )
+            (name.clone(), HeaderConst { value: *value, enum_type })
         })
         .collect();
     let fields = raw
         .fields
         .iter()
         .map(|(name, fs)| {
-            let fs = fs
-                .iter()
-                .map(|(f, t)| (f.clone(), canon(t, defs)))
-                .collect();
+            let fs = fs.iter().map(|(f, t)| (f.clone(), canon(t, defs))).collect();
             (name.clone(), fs)
         })
         .collect();
-    Header {
-        label,
-        types,
-        consts,
-        fields,
-        layouts: raw.layouts,
-    }
+    Header { label, types, consts, fields, layouts: raw.layouts }
 }
 
 /// Whether a constant's declared type is a named (enum) type rather than a
 /// scalar bindgen picked for a `#define`.
 fn is_enum_type(ty: &syn::Type) -> bool {
     match ty {
-        syn::Type::Path(p) => p
-            .path
-            .segments
-            .last()
-            .is_some_and(|s| primitive(&s.ident.to_string()).is_none()),
+        syn::Type::Path(p) => p.path.segments.last().is_some_and(|s| primitive(&s.ident.to_string()).is_none()),
         _ => false,
     }
 }
@@ -472,10 +429,7 @@ fn build_headers() -> Result<Vec<Header>, String> {
             list.join(", ")
         ));
     }
-    HEADER_SETS
-        .iter()
-        .map(|(label, sub)| load_header(label, &dir.join(sub)))
-        .collect()
+    HEADER_SETS.iter().map(|(label, sub)| load_header(label, &dir.join(sub))).collect()
 }
 
 /// The header models, or `None` when the audit is skipped on request.
@@ -501,37 +455,24 @@ fn check_function(decl: &FunctionDecl, h: &Header, ours: &Typedefs) -> Vec<Strin
     let at = format!("{} ({pfn}, {})", decl.name, h.label);
     let Some(header_ty) = h.types.get(&pfn) else {
         let have = abi_versions(decl.name, h);
-        return vec![format!(
-            "{at}: the header has no {pfn} (it has ABI versions {have:?})"
-        )];
+        return vec![format!("{at}: the header has no {pfn} (it has ABI versions {have:?})")];
     };
     let Canon::Fn(header_params, header_ret) = header_ty else {
-        return vec![format!(
-            "{at}: {pfn} is not a function pointer but {header_ty}"
-        )];
+        return vec![format!("{at}: {pfn} is not a function pointer but {header_ty}")];
     };
     let mut out = Vec::new();
     if decl.params.len() != header_params.len() {
-        out.push(format!(
-            "{at}: ours has {} parameters, header {}",
-            decl.params.len(),
-            header_params.len()
-        ));
+        out.push(format!("{at}: ours has {} parameters, header {}", decl.params.len(), header_params.len()));
     }
     for (i, ((pname, pty), hty)) in decl.params.iter().zip(header_params).enumerate() {
         let oty = canon_str(pty, ours);
         if &oty != hty {
-            out.push(format!(
-                "{at}: parameter {} '{pname}': ours {oty}, header {hty}",
-                i + 1
-            ));
+            out.push(format!("{at}: parameter {} '{pname}': ours {oty}, header {hty}", i + 1));
         }
     }
     let oret = canon_str(decl.ret, ours);
     if &oret != header_ret.as_ref() {
-        out.push(format!(
-            "{at}: return type: ours {oret}, header {header_ret}"
-        ));
+        out.push(format!("{at}: return type: ours {oret}, header {header_ret}"));
     }
     out
 }
@@ -539,11 +480,7 @@ fn check_function(decl: &FunctionDecl, h: &Header, ours: &Typedefs) -> Vec<Strin
 /// The ABI versions the header has `PFN_<name>_v<N>` typedefs for, sorted.
 fn abi_versions(name: &str, h: &Header) -> Vec<i32> {
     let prefix = format!("PFN_{name}_v");
-    let mut v: Vec<i32> = h
-        .types
-        .keys()
-        .filter_map(|k| k.strip_prefix(&prefix)?.parse().ok())
-        .collect();
+    let mut v: Vec<i32> = h.types.keys().filter_map(|k| k.strip_prefix(&prefix)?.parse().ok()).collect();
     v.sort_unstable();
     v
 }
@@ -556,16 +493,10 @@ fn check_struct(decl: &StructDecl, h: &Header, ours: &Typedefs) -> Vec<String> {
     };
     let mut out = Vec::new();
     if layout.size != Some(decl.size as i128) {
-        out.push(format!(
-            "{at}: size: ours {}, header {:?}",
-            decl.size, layout.size
-        ));
+        out.push(format!("{at}: size: ours {}, header {:?}", decl.size, layout.size));
     }
     if layout.align != Some(decl.align as i128) {
-        out.push(format!(
-            "{at}: alignment: ours {}, header {:?}",
-            decl.align, layout.align
-        ));
+        out.push(format!("{at}: alignment: ours {}, header {:?}", decl.align, layout.align));
     }
     if fields.len() != decl.fields.len() {
         let names: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
@@ -597,15 +528,11 @@ fn check_field(
     let mut out = Vec::new();
     match layout.offsets.get(fname) {
         Some(&h_off) if h_off == offset as i128 => {}
-        h_off => out.push(format!(
-            "{at}: field '{fname}' offset: ours {offset}, header {h_off:?}"
-        )),
+        h_off => out.push(format!("{at}: field '{fname}' offset: ours {offset}, header {h_off:?}")),
     }
     let oty = canon_str(fty, ours);
     if &oty != hty {
-        out.push(format!(
-            "{at}: field '{fname}' type: ours {oty}, header {hty}"
-        ));
+        out.push(format!("{at}: field '{fname}' type: ours {oty}, header {hty}"));
     }
     out
 }
@@ -618,10 +545,7 @@ fn check_constant(decl: &ConstDecl, h: &Header, ours: &Typedefs) -> Vec<String> 
     };
     let mut out = Vec::new();
     if hc.value != decl.value {
-        out.push(format!(
-            "{at}: value: ours {}, header {}",
-            decl.value, hc.value
-        ));
+        out.push(format!("{at}: value: ours {}, header {}", decl.value, hc.value));
     }
     if let Some(hty) = &hc.enum_type {
         let oty = canon_str(decl.ty, ours);
@@ -640,10 +564,7 @@ fn check_alias(decl: &AliasDecl, h: &Header, ours: &Typedefs) -> Option<Vec<Stri
     if &oty == hty {
         return Some(Vec::new());
     }
-    Some(vec![format!(
-        "type {} ({}): ours {} = {oty}, header {hty}",
-        decl.name, h.label, decl.target
-    )])
+    Some(vec![format!("type {} ({}): ours {} = {oty}, header {hty}", decl.name, h.label, decl.target)])
 }
 
 // ---------------------------------------------------------------------------
@@ -698,16 +619,9 @@ fn audit_header(h: &Header, ours: &Typedefs) -> Report {
 /// A note when the header has a newer ABI of `f` than any we resolve.
 fn newer_abi_note(f: &FunctionDecl, h: &Header) -> Option<String> {
     let newest = *abi_versions(f.name, h).last()?;
-    let ours_newest = all_functions()
-        .filter(|g| g.name == f.name)
-        .map(|g| g.abi_version)
-        .max()?;
-    (newest > ours_newest && f.abi_version == ours_newest).then(|| {
-        format!(
-            "{}: {} has ABI v{newest}, we pin v{}",
-            f.name, h.label, f.abi_version
-        )
-    })
+    let ours_newest = all_functions().filter(|g| g.name == f.name).map(|g| g.abi_version).max()?;
+    (newest > ours_newest && f.abi_version == ours_newest)
+        .then(|| format!("{}: {} has ABI v{newest}, we pin v{}", f.name, h.label, f.abi_version))
 }
 
 #[test]
@@ -746,12 +660,7 @@ fn declarations_match_cuda_headers() {
 #[test]
 fn our_aliases_all_parse() {
     for a in audit::aliases() {
-        assert!(
-            syn::parse_str::<syn::Type>(a.target).is_ok(),
-            "alias {} = {} does not parse",
-            a.name,
-            a.target
-        );
+        assert!(syn::parse_str::<syn::Type>(a.target).is_ok(), "alias {} = {} does not parse", a.name, a.target);
     }
 }
 
@@ -767,19 +676,13 @@ fn find_fn(name: &str) -> &'static FunctionDecl {
 fn with_param_type(decl: &FunctionDecl, index: usize, ty: &'static str) -> FunctionDecl {
     let mut params = decl.params.to_vec();
     params[index].1 = ty;
-    FunctionDecl {
-        params: Box::leak(params.into_boxed_slice()),
-        ..*decl
-    }
+    FunctionDecl { params: Box::leak(params.into_boxed_slice()), ..*decl }
 }
 
 fn assert_reports(mismatches: &[String], needles: &[&str]) {
     let joined = mismatches.join("\n");
     for needle in needles {
-        assert!(
-            joined.contains(needle),
-            "expected a mismatch mentioning {needle:?}, got: {joined:?}"
-        );
+        assert!(joined.contains(needle), "expected a mismatch mentioning {needle:?}, got: {joined:?}");
     }
 }
 
@@ -802,115 +705,50 @@ fn check_changed_function(h: &Header, ours: &Typedefs) {
     assert_eq!(check_function(orig, h, ours), Vec::<String>::new());
     let changed = with_param_type(orig, 1, "c_int");
     let m = check_function(&changed, h, ours);
-    assert_reports(
-        &m,
-        &[
-            "cuMemAlloc",
-            "PFN_cuMemAlloc_v3020",
-            "parameter 2 'bytesize'",
-            "ours i32, header usize",
-        ],
-    );
+    assert_reports(&m, &["cuMemAlloc", "PFN_cuMemAlloc_v3020", "parameter 2 'bytesize'", "ours i32, header usize"]);
 
-    let fewer = FunctionDecl {
-        params: &orig.params[..1],
-        ..*orig
-    };
-    assert_reports(
-        &check_function(&fewer, h, ours),
-        &["cuMemAlloc", "ours has 1 parameters, header 2"],
-    );
+    let fewer = FunctionDecl { params: &orig.params[..1], ..*orig };
+    assert_reports(&check_function(&fewer, h, ours), &["cuMemAlloc", "ours has 1 parameters, header 2"]);
 
-    let wrong_ret = FunctionDecl {
-        ret: "c_int",
-        ..*orig
-    };
-    assert_reports(
-        &check_function(&wrong_ret, h, ours),
-        &["return type: ours i32, header u32"],
-    );
+    let wrong_ret = FunctionDecl { ret: "c_int", ..*orig };
+    assert_reports(&check_function(&wrong_ret, h, ours), &["return type: ours i32, header u32"]);
 
-    let wrong_abi = FunctionDecl {
-        abi_version: 3021,
-        ..*orig
-    };
-    assert_reports(
-        &check_function(&wrong_abi, h, ours),
-        &["has no PFN_cuMemAlloc_v3021"],
-    );
+    let wrong_abi = FunctionDecl { abi_version: 3021, ..*orig };
+    assert_reports(&check_function(&wrong_abi, h, ours), &["has no PFN_cuMemAlloc_v3021"]);
 
     // A const/mut change of a pointer is a difference too.
     let getname = find_fn("cuGetErrorName");
     let mutated = with_param_type(getname, 1, "*mut *mut c_char");
-    assert_reports(
-        &check_function(&mutated, h, ours),
-        &["cuGetErrorName", "parameter 2 'pStr'"],
-    );
+    assert_reports(&check_function(&mutated, h, ours), &["cuGetErrorName", "parameter 2 'pStr'"]);
 }
 
 fn check_changed_constant(h: &Header, ours: &Typedefs) {
-    let orig = audit::constants()
-        .iter()
-        .find(|c| c.name == "CUDA_ERROR_NOT_FOUND")
-        .unwrap();
+    let orig = audit::constants().iter().find(|c| c.name == "CUDA_ERROR_NOT_FOUND").unwrap();
     assert_eq!(check_constant(orig, h, ours), Vec::<String>::new());
-    let changed = ConstDecl {
-        value: orig.value + 1,
-        ..*orig
-    };
-    assert_reports(
-        &check_constant(&changed, h, ours),
-        &["CUDA_ERROR_NOT_FOUND", "ours 501, header 500"],
-    );
-    let retyped = ConstDecl {
-        ty: "c_int",
-        ..*orig
-    };
-    assert_reports(
-        &check_constant(&retyped, h, ours),
-        &["CUDA_ERROR_NOT_FOUND", "ours i32, header u32"],
-    );
+    let changed = ConstDecl { value: orig.value + 1, ..*orig };
+    assert_reports(&check_constant(&changed, h, ours), &["CUDA_ERROR_NOT_FOUND", "ours 501, header 500"]);
+    let retyped = ConstDecl { ty: "c_int", ..*orig };
+    assert_reports(&check_constant(&retyped, h, ours), &["CUDA_ERROR_NOT_FOUND", "ours i32, header u32"]);
 }
 
 fn check_changed_struct(h: &Header, ours: &Typedefs) {
-    let orig = audit::structs()
-        .iter()
-        .find(|s| s.name == "CUgraphExecUpdateResultInfo_st")
-        .unwrap();
+    let orig = audit::structs().iter().find(|s| s.name == "CUgraphExecUpdateResultInfo_st").unwrap();
     assert_eq!(check_struct(orig, h, ours), Vec::<String>::new());
     let mut fields = orig.fields.to_vec();
     fields[1].1 += 4;
-    let moved = StructDecl {
-        fields: Box::leak(fields.into_boxed_slice()),
-        ..*orig
-    };
+    let moved = StructDecl { fields: Box::leak(fields.into_boxed_slice()), ..*orig };
     assert_reports(
         &check_struct(&moved, h, ours),
-        &[
-            "CUgraphExecUpdateResultInfo_st",
-            "field 'errorNode' offset: ours 12",
-        ],
+        &["CUgraphExecUpdateResultInfo_st", "field 'errorNode' offset: ours 12"],
     );
-    let bigger = StructDecl {
-        size: orig.size + 8,
-        ..*orig
-    };
-    assert_reports(
-        &check_struct(&bigger, h, ours),
-        &["CUgraphExecUpdateResultInfo_st", "size: ours 32"],
-    );
+    let bigger = StructDecl { size: orig.size + 8, ..*orig };
+    assert_reports(&check_struct(&bigger, h, ours), &["CUgraphExecUpdateResultInfo_st", "size: ours 32"]);
 }
 
 fn check_changed_alias(h: &Header, ours: &Typedefs) {
-    let orig = audit::aliases()
-        .iter()
-        .find(|a| a.name == "CUdeviceptr_v2")
-        .unwrap();
+    let orig = audit::aliases().iter().find(|a| a.name == "CUdeviceptr_v2").unwrap();
     assert_eq!(check_alias(orig, h, ours), Some(Vec::new()));
-    let changed = AliasDecl {
-        target: "c_uint",
-        ..*orig
-    };
+    let changed = AliasDecl { target: "c_uint", ..*orig };
     let m = check_alias(&changed, h, ours).unwrap_or_default();
     assert_reports(&m, &["CUdeviceptr_v2", "ours c_uint = u32, header u64"]);
 }

@@ -92,9 +92,7 @@ fn build_stub(name: &str, defines: &[(&str, &str)]) -> PathBuf {
     let out = dir.join(format!("lib{name}.so"));
     let tmp = dir.join(format!("lib{name}.so.{}.tmp", std::process::id()));
     let mut cmd = compiler();
-    cmd.args(["-shared", "-fPIC", "-O0", "-o"])
-        .arg(&tmp)
-        .arg(&src);
+    cmd.args(["-shared", "-fPIC", "-O0", "-o"]).arg(&tmp).arg(&src);
     for (k, v) in defines {
         cmd.arg(format!("-D{k}={v}"));
     }
@@ -146,14 +144,8 @@ fn missing_library_is_library_not_found() {
     match Driver::load_from(&[path_str(&a), path_str(&b)]) {
         Err(e @ LoadError::LibraryNotFound { .. }) => {
             let msg = e.to_string();
-            assert!(
-                msg.contains("no CUDA driver library could be opened"),
-                "{msg}"
-            );
-            assert!(
-                msg.contains(path_str(&a)) && msg.contains(path_str(&b)),
-                "{msg}"
-            );
+            assert!(msg.contains("no CUDA driver library could be opened"), "{msg}");
+            assert!(msg.contains(path_str(&a)) && msg.contains(path_str(&b)), "{msg}");
         }
         other => panic!("expected LibraryNotFound, got {other:?}"),
     }
@@ -175,11 +167,7 @@ fn library_without_proc_address_is_no_proc_address() {
 /// A required entry point `cuGetProcAddress` does not find.
 fn assert_missing_required(lib: &Path) {
     match load_err(lib) {
-        LoadError::MissingSymbol {
-            name,
-            version,
-            detail,
-        } => {
+        LoadError::MissingSymbol { name, version, detail } => {
             assert_eq!(name, "cuGraphInstantiateWithFlags");
             assert_eq!(version, 11040);
             assert_eq!(detail, "symbol not found");
@@ -187,10 +175,7 @@ fn assert_missing_required(lib: &Path) {
         other => panic!("expected MissingSymbol, got {other:?}"),
     }
     let msg = load_err(lib).to_string();
-    assert!(
-        msg.contains("lacks the required entry point cuGraphInstantiateWithFlags (ABI 11040)"),
-        "{msg}"
-    );
+    assert!(msg.contains("lacks the required entry point cuGraphInstantiateWithFlags (ABI 11040)"), "{msg}");
 }
 
 #[test]
@@ -214,14 +199,8 @@ fn missing_optional_names(driver: &Driver) -> Vec<&'static str> {
 
 #[test]
 fn missing_optional_symbols_load_and_are_reported() {
-    let missing = (
-        "MISSING_LIST",
-        "\"cuGraphExecUpdate\",\"cuFuncGetParamInfo\"",
-    );
-    for (name, v2) in [
-        ("fcstub_missing_opt_v1", false),
-        ("fcstub_missing_opt_v2", true),
-    ] {
+    let missing = ("MISSING_LIST", "\"cuGraphExecUpdate\",\"cuFuncGetParamInfo\"");
+    for (name, v2) in [("fcstub_missing_opt_v1", false), ("fcstub_missing_opt_v2", true)] {
         let mut defines = vec![missing];
         if v2 {
             defines.push(("WITH_V2", "1"));
@@ -239,10 +218,7 @@ fn missing_optional_symbols_load_and_are_reported() {
 
 #[test]
 fn complete_driver_loads_with_its_version() {
-    let lib = build_stub(
-        "fcstub_complete",
-        &[("DRIVER_VERSION", "13000"), ("WITH_V2", "1")],
-    );
+    let lib = build_stub("fcstub_complete", &[("DRIVER_VERSION", "13000"), ("WITH_V2", "1")]);
     let driver = load_ok(&lib);
     assert_eq!(driver.driver_version(), 13000);
     assert_eq!(driver.library_path(), path_str(&lib));

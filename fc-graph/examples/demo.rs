@@ -59,11 +59,7 @@ fn demo_device(ordinal: usize, args: &Args) -> Result<bool> {
                 *w = (*w + yv) * yv;
             }
         }
-        let bad = got
-            .iter()
-            .zip(&want)
-            .filter(|(g, w)| g.to_bits() != w.to_bits())
-            .count();
+        let bad = got.iter().zip(&want).filter(|(g, w)| g.to_bits() != w.to_bits()).count();
         println!(
             "  device {ordinal}: replay {replay}: {} kernels, {bad} of {} elements differ from the CPU",
             2 * args.pairs,
@@ -85,22 +81,11 @@ fn main() {
         }
     };
     let v = driver.driver_version();
-    println!(
-        "driver: {} (CUDA {}.{})",
-        driver.library_path(),
-        v / 1000,
-        (v % 1000) / 10
-    );
-    let missing: Vec<String> = driver
-        .missing_optional()
-        .iter()
-        .map(|f| format!("{} (needs ABI {})", f.name, f.abi_version))
-        .collect();
+    println!("driver: {} (CUDA {}.{})", driver.library_path(), v / 1000, (v % 1000) / 10);
+    let missing: Vec<String> =
+        driver.missing_optional().iter().map(|f| format!("{} (needs ABI {})", f.name, f.abi_version)).collect();
     if !missing.is_empty() {
-        println!(
-            "optional entry points this driver lacks: {}",
-            missing.join(", ")
-        );
+        println!("optional entry points this driver lacks: {}", missing.join(", "));
     }
     let count = match Device::count() {
         Ok(n) => n,
@@ -112,9 +97,7 @@ fn main() {
     println!("devices: {count}");
     let mut ok = true;
     for i in 0..count {
-        match Device::get(i)
-            .and_then(|d| Ok((d.name()?, d.compute_capability()?, d.total_memory()?)))
-        {
+        match Device::get(i).and_then(|d| Ok((d.name()?, d.compute_capability()?, d.total_memory()?))) {
             Ok((name, (ma, mi), mem)) => {
                 println!("  device {i}: {name}, sm_{ma}{mi}, {} MiB", mem >> 20)
             }
@@ -130,14 +113,7 @@ fn main() {
         }
     }
     if count > 0 {
-        println!(
-            "{}",
-            if ok {
-                "[PASS] capture + replay matches the CPU"
-            } else {
-                "[FAIL] capture + replay"
-            }
-        );
+        println!("{}", if ok { "[PASS] capture + replay matches the CPU" } else { "[FAIL] capture + replay" });
         if !ok {
             std::process::exit(1);
         }

@@ -56,12 +56,7 @@ impl Default for BucketConfig {
     /// Mirrors the reference base config: 2048 tokens, enabled, chunk 2048,
     /// no explicit sizes.
     fn default() -> Self {
-        BucketConfig {
-            max_tokens: 2048,
-            disabled: false,
-            chunk_size: Some(2048),
-            explicit_sizes: None,
-        }
+        BucketConfig { max_tokens: 2048, disabled: false, chunk_size: Some(2048), explicit_sizes: None }
     }
 }
 
@@ -105,11 +100,7 @@ fn ladder(max: usize) -> Vec<usize> {
 /// Explicit sizes: zeros dropped, clamped to `max`, `max` included, sorted,
 /// deduplicated.
 fn explicit_ladder(sizes: &[usize], max: usize) -> Vec<usize> {
-    let mut out: Vec<usize> = sizes
-        .iter()
-        .filter(|&&s| s > 0)
-        .map(|&s| s.min(max))
-        .collect();
+    let mut out: Vec<usize> = sizes.iter().filter(|&&s| s > 0).map(|&s| s.min(max)).collect();
     out.push(max);
     out.sort_unstable();
     out.dedup();
@@ -205,10 +196,7 @@ impl<G> BucketedRunner<G> {
         if let Some(i) = (1..buckets.len()).find(|&i| buckets[i] <= buckets[i - 1]) {
             return Err(BucketError::NotIncreasing { index: i });
         }
-        Ok(BucketedRunner {
-            buckets,
-            captured: BTreeMap::new(),
-        })
+        Ok(BucketedRunner { buckets, captured: BTreeMap::new() })
     }
 
     /// The bucket sizes, strictly increasing.
@@ -262,11 +250,7 @@ mod tests {
     use std::cell::RefCell;
 
     fn cfg(max_tokens: usize, chunk: Option<usize>) -> BucketConfig {
-        BucketConfig {
-            max_tokens,
-            chunk_size: chunk,
-            ..BucketConfig::default()
-        }
+        BucketConfig { max_tokens, chunk_size: chunk, ..BucketConfig::default() }
     }
 
     /// Checks all reference properties; returns a description on failure.
@@ -306,10 +290,7 @@ mod tests {
 
     #[test]
     fn disabled_by_flag() {
-        let c = BucketConfig {
-            disabled: true,
-            ..BucketConfig::default()
-        };
+        let c = BucketConfig { disabled: true, ..BucketConfig::default() };
         assert_eq!(token_buckets(&c), Vec::<usize>::new());
     }
 
@@ -345,8 +326,7 @@ mod tests {
         let mut want = vec![1, 2, 4, 8];
         want.extend((16..=256).step_by(16));
         want.extend([
-            288, 320, 352, 384, 432, 480, 528, 592, 656, 736, 816, 912, 1024, 1152, 1296, 1456,
-            1632, 1824, 2048,
+            288, 320, 352, 384, 432, 480, 528, 592, 656, 736, 816, 912, 1024, 1152, 1296, 1456, 1632, 1824, 2048,
         ]);
         assert_eq!(token_buckets(&BucketConfig::default()), want);
     }
@@ -364,34 +344,19 @@ mod tests {
 
     #[test]
     fn explicit_reference_case() {
-        let c = BucketConfig {
-            explicit_sizes: Some(vec![256, 1024, 4096]),
-            ..BucketConfig::default()
-        };
+        let c = BucketConfig { explicit_sizes: Some(vec![256, 1024, 4096]), ..BucketConfig::default() };
         assert_eq!(token_buckets(&c), vec![256, 1024, 2048]);
     }
 
     #[test]
     fn explicit_edge_cases() {
-        let with = |v: Vec<usize>| BucketConfig {
-            explicit_sizes: Some(v),
-            ..BucketConfig::default()
-        };
+        let with = |v: Vec<usize>| BucketConfig { explicit_sizes: Some(v), ..BucketConfig::default() };
         assert_eq!(token_buckets(&with(vec![])), vec![2048]);
         assert_eq!(token_buckets(&with(vec![0, 0, 64])), vec![64, 2048]);
-        assert_eq!(
-            token_buckets(&with(vec![512, 64, 512, 2048, 9999, 64])),
-            vec![64, 512, 2048]
-        );
-        let disabled = BucketConfig {
-            disabled: true,
-            ..with(vec![64])
-        };
+        assert_eq!(token_buckets(&with(vec![512, 64, 512, 2048, 9999, 64])), vec![64, 512, 2048]);
+        let disabled = BucketConfig { disabled: true, ..with(vec![64]) };
         assert_eq!(token_buckets(&disabled), Vec::<usize>::new());
-        let zero = BucketConfig {
-            max_tokens: 0,
-            ..with(vec![64])
-        };
+        let zero = BucketConfig { max_tokens: 0, ..with(vec![64]) };
         assert_eq!(token_buckets(&zero), Vec::<usize>::new());
     }
 
@@ -418,22 +383,10 @@ mod tests {
 
     #[test]
     fn runner_rejects_bad_buckets() {
-        assert_eq!(
-            BucketedRunner::<()>::new(vec![]).err(),
-            Some(BucketError::Empty)
-        );
-        assert_eq!(
-            BucketedRunner::<()>::new(vec![0, 4]).err(),
-            Some(BucketError::ZeroBucket)
-        );
-        assert_eq!(
-            BucketedRunner::<()>::new(vec![4, 8, 8]).err(),
-            Some(BucketError::NotIncreasing { index: 2 })
-        );
-        assert_eq!(
-            BucketedRunner::<()>::new(vec![8, 4]).err(),
-            Some(BucketError::NotIncreasing { index: 1 })
-        );
+        assert_eq!(BucketedRunner::<()>::new(vec![]).err(), Some(BucketError::Empty));
+        assert_eq!(BucketedRunner::<()>::new(vec![0, 4]).err(), Some(BucketError::ZeroBucket));
+        assert_eq!(BucketedRunner::<()>::new(vec![4, 8, 8]).err(), Some(BucketError::NotIncreasing { index: 2 }));
+        assert_eq!(BucketedRunner::<()>::new(vec![8, 4]).err(), Some(BucketError::NotIncreasing { index: 1 }));
     }
 
     #[derive(Debug, PartialEq)]
@@ -467,10 +420,7 @@ mod tests {
                     n,
                     |b| {
                         captures.borrow_mut().push(b);
-                        Ok(FakeGraph {
-                            bucket: b,
-                            replays: 0,
-                        })
+                        Ok(FakeGraph { bucket: b, replays: 0 })
                     },
                     |g, b| {
                         assert_eq!(g.bucket, b);
@@ -497,15 +447,8 @@ mod tests {
     fn runner_out_of_range() {
         let mut r = BucketedRunner::<FakeGraph>::new(vec![4, 8, 16]).unwrap();
         for n in [0, 17] {
-            let res = r.run::<TestErr>(
-                n,
-                |_| panic!("must not capture"),
-                |_, _| panic!("must not replay"),
-            );
-            assert_eq!(
-                res,
-                Err(TestErr::Bucket(BucketError::OutOfRange { n, top: 16 }))
-            );
+            let res = r.run::<TestErr>(n, |_| panic!("must not capture"), |_, _| panic!("must not replay"));
+            assert_eq!(res, Err(TestErr::Bucket(BucketError::OutOfRange { n, top: 16 })));
         }
         assert!(r.captured_buckets().is_empty());
     }
@@ -513,11 +456,7 @@ mod tests {
     #[test]
     fn runner_capture_error_retries() {
         let mut r = BucketedRunner::<FakeGraph>::new(vec![4, 8]).unwrap();
-        let res = r.run::<TestErr>(
-            6,
-            |_| Err(TestErr::Capture),
-            |_, _| panic!("must not replay"),
-        );
+        let res = r.run::<TestErr>(6, |_| Err(TestErr::Capture), |_, _| panic!("must not replay"));
         assert_eq!(res, Err(TestErr::Capture));
         assert!(r.captured_buckets().is_empty());
         assert!(r.get(8).is_none());
@@ -527,10 +466,7 @@ mod tests {
             7,
             |b| {
                 captures += 1;
-                Ok(FakeGraph {
-                    bucket: b,
-                    replays: 0,
-                })
+                Ok(FakeGraph { bucket: b, replays: 0 })
             },
             |g, _| {
                 g.replays += 1;
@@ -545,16 +481,7 @@ mod tests {
     #[test]
     fn runner_replay_error_keeps_graph() {
         let mut r = BucketedRunner::<FakeGraph>::new(vec![4]).unwrap();
-        let res = r.run::<TestErr>(
-            2,
-            |b| {
-                Ok(FakeGraph {
-                    bucket: b,
-                    replays: 0,
-                })
-            },
-            |_, _| Err(TestErr::Capture),
-        );
+        let res = r.run::<TestErr>(2, |b| Ok(FakeGraph { bucket: b, replays: 0 }), |_, _| Err(TestErr::Capture));
         assert_eq!(res, Err(TestErr::Capture));
         assert_eq!(r.captured_buckets(), vec![4]);
     }
@@ -562,10 +489,7 @@ mod tests {
     #[test]
     fn error_display() {
         let e = BucketError::OutOfRange { n: 17, top: 16 };
-        assert_eq!(
-            e.to_string(),
-            "token count 17 is outside the bucket range 1..=16"
-        );
+        assert_eq!(e.to_string(), "token count 17 is outside the bucket range 1..=16");
         let _: &dyn std::error::Error = &e;
     }
 }

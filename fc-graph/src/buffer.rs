@@ -53,12 +53,7 @@ impl Context {
             check("cuMemAlloc", unsafe { (d.cuMemAlloc)(&mut p, bytes) })?;
             Ok(p)
         })?;
-        Ok(DeviceBuffer {
-            ctx: self.clone(),
-            ptr,
-            size: bytes,
-            origin: Origin::Driver,
-        })
+        Ok(DeviceBuffer { ctx: self.clone(), ptr, size: bytes, origin: Origin::Driver })
     }
 
     fn alloc_from_pool(&self, bytes: usize) -> Result<DeviceBuffer> {
@@ -72,23 +67,14 @@ impl Context {
                     let mut p: CUdeviceptr = 0;
                     // SAFETY: valid out-pointer; the shield keeps our own
                     // capture (and others') valid across this call.
-                    check("cuMemAlloc", unsafe {
-                        (d.cuMemAlloc)(&mut p, slab as usize)
-                    })?;
+                    check("cuMemAlloc", unsafe { (d.cuMemAlloc)(&mut p, slab as usize) })?;
                     Ok(p)
                 })?;
                 pool.add_slab(base, slab);
-                pool.alloc(block).ok_or_else(|| {
-                    Error::invalid("capture pool: a fresh slab did not fit its block")
-                })?
+                pool.alloc(block).ok_or_else(|| Error::invalid("capture pool: a fresh slab did not fit its block"))?
             }
         };
-        Ok(DeviceBuffer {
-            ctx: self.clone(),
-            ptr,
-            size: bytes,
-            origin: Origin::Pool { block },
-        })
+        Ok(DeviceBuffer { ctx: self.clone(), ptr, size: bytes, origin: Origin::Pool { block } })
     }
 }
 
@@ -123,10 +109,7 @@ impl DeviceBuffer {
             .checked_mul(std::mem::size_of::<T>())
             .ok_or_else(|| Error::invalid(format!("{what}: size overflows")))?;
         if bytes > self.size {
-            return Err(Error::BufferTooSmall(format!(
-                "{what} of {bytes} bytes into a buffer of {} bytes",
-                self.size
-            )));
+            return Err(Error::BufferTooSmall(format!("{what} of {bytes} bytes into a buffer of {} bytes", self.size)));
         }
         Ok(bytes)
     }
@@ -141,13 +124,9 @@ impl DeviceBuffer {
         self.ctx.shielded(|d| {
             // SAFETY: `src` holds `bytes` bytes; the buffer holds at least that
             // many; the stream is synchronized before `src` can go away.
-            check("cuMemcpyHtoDAsync", unsafe {
-                (d.cuMemcpyHtoDAsync)(ptr, src.as_ptr().cast(), bytes, stream)
-            })?;
+            check("cuMemcpyHtoDAsync", unsafe { (d.cuMemcpyHtoDAsync)(ptr, src.as_ptr().cast(), bytes, stream) })?;
             // SAFETY: our stream.
-            check("cuStreamSynchronize", unsafe {
-                (d.cuStreamSynchronize)(stream)
-            })
+            check("cuStreamSynchronize", unsafe { (d.cuStreamSynchronize)(stream) })
         })
     }
 
@@ -161,13 +140,9 @@ impl DeviceBuffer {
         self.ctx.shielded(|d| {
             // SAFETY: `dst` holds `bytes` bytes of plain data (`T: Copy`); the
             // stream is synchronized before `dst` is released.
-            check("cuMemcpyDtoHAsync", unsafe {
-                (d.cuMemcpyDtoHAsync)(dst.as_mut_ptr().cast(), ptr, bytes, stream)
-            })?;
+            check("cuMemcpyDtoHAsync", unsafe { (d.cuMemcpyDtoHAsync)(dst.as_mut_ptr().cast(), ptr, bytes, stream) })?;
             // SAFETY: our stream.
-            check("cuStreamSynchronize", unsafe {
-                (d.cuStreamSynchronize)(stream)
-            })
+            check("cuStreamSynchronize", unsafe { (d.cuStreamSynchronize)(stream) })
         })
     }
 
@@ -187,9 +162,7 @@ impl DeviceBuffer {
                 ctx.device_id()
             )));
         }
-        let end = offset
-            .checked_add(len)
-            .ok_or_else(|| Error::invalid("fill range overflows"))?;
+        let end = offset.checked_add(len).ok_or_else(|| Error::invalid("fill range overflows"))?;
         if end > self.size {
             return Err(Error::BufferTooSmall(format!(
                 "fill of bytes {offset}..{end} in a buffer of {} bytes",
@@ -203,9 +176,7 @@ impl DeviceBuffer {
         let ptr = self.ptr + offset as u64;
         ctx.bound(|d| {
             // SAFETY: the range lies inside the buffer (checked above).
-            check("cuMemsetD8Async", unsafe {
-                (d.cuMemsetD8Async)(ptr, value, len, stream)
-            })
+            check("cuMemsetD8Async", unsafe { (d.cuMemsetD8Async)(ptr, value, len, stream) })
         })
     }
 }

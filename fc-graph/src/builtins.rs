@@ -51,11 +51,7 @@ impl Builtins {
         let module = ModuleHandle::load(ctx.raw_context(), ELEMENTWISE_PTX)?;
         let (add, _) = module.function(BinaryOp::Add.name())?;
         let (mul, _) = module.function(BinaryOp::Mul.name())?;
-        Ok(Builtins {
-            add,
-            mul,
-            _module: module,
-        })
+        Ok(Builtins { add, mul, _module: module })
     }
 }
 
@@ -67,10 +63,7 @@ impl Context {
         // Two threads may race here; the loser's module is simply unloaded.
         let loaded = Builtins::load(self)?;
         let _ = self.inner.builtins.set(loaded);
-        self.inner
-            .builtins
-            .get()
-            .ok_or_else(|| Error::invalid("built-in kernels failed to register"))
+        self.inner.builtins.get().ok_or_else(|| Error::invalid("built-in kernels failed to register"))
     }
 
     /// Checks that `buf` can take part in an `n`-element f32 operation here.
@@ -84,10 +77,7 @@ impl Context {
         }
         let need = n * std::mem::size_of::<f32>();
         if buf.size() < need {
-            return Err(Error::BufferTooSmall(format!(
-                "{what} holds {} bytes, {n} floats need {need}",
-                buf.size()
-            )));
+            return Err(Error::BufferTooSmall(format!("{what} holds {} bytes, {n} floats need {need}", buf.size())));
         }
         Ok(())
     }
@@ -95,18 +85,9 @@ impl Context {
     /// Enqueues `out[i] = a[i] op b[i]` for `i < n` on the context's stream
     /// (recorded when the context captures). Checks every buffer first and
     /// launches nothing when one is wrong. `n == 0` does nothing.
-    pub fn binary(
-        &self,
-        op: BinaryOp,
-        a: &DeviceBuffer,
-        b: &DeviceBuffer,
-        out: &DeviceBuffer,
-        n: usize,
-    ) -> Result<()> {
+    pub fn binary(&self, op: BinaryOp, a: &DeviceBuffer, b: &DeviceBuffer, out: &DeviceBuffer, n: usize) -> Result<()> {
         if n > u32::MAX as usize {
-            return Err(Error::invalid(format!(
-                "n = {n} exceeds the kernel's 32-bit count"
-            )));
+            return Err(Error::invalid(format!("n = {n} exceeds the kernel's 32-bit count")));
         }
         self.check_operand("a", a, n)?;
         self.check_operand("b", b, n)?;
@@ -132,42 +113,18 @@ impl Context {
             // SAFETY: `f` takes (u64, u64, u64, u32) as declared in the PTX;
             // each params entry points at a live value of that size.
             check("cuLaunchKernel", unsafe {
-                (d.cuLaunchKernel)(
-                    f,
-                    grid,
-                    1,
-                    1,
-                    BLOCK,
-                    1,
-                    1,
-                    0,
-                    stream,
-                    params.as_mut_ptr(),
-                    std::ptr::null_mut(),
-                )
+                (d.cuLaunchKernel)(f, grid, 1, 1, BLOCK, 1, 1, 0, stream, params.as_mut_ptr(), std::ptr::null_mut())
             })
         })
     }
 
     /// `out = a + b` over `n` floats; see [`Context::binary`].
-    pub fn add(
-        &self,
-        a: &DeviceBuffer,
-        b: &DeviceBuffer,
-        out: &DeviceBuffer,
-        n: usize,
-    ) -> Result<()> {
+    pub fn add(&self, a: &DeviceBuffer, b: &DeviceBuffer, out: &DeviceBuffer, n: usize) -> Result<()> {
         self.binary(BinaryOp::Add, a, b, out, n)
     }
 
     /// `out = a * b` over `n` floats; see [`Context::binary`].
-    pub fn mul(
-        &self,
-        a: &DeviceBuffer,
-        b: &DeviceBuffer,
-        out: &DeviceBuffer,
-        n: usize,
-    ) -> Result<()> {
+    pub fn mul(&self, a: &DeviceBuffer, b: &DeviceBuffer, out: &DeviceBuffer, n: usize) -> Result<()> {
         self.binary(BinaryOp::Mul, a, b, out, n)
     }
 }

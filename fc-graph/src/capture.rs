@@ -1,23 +1,36 @@
 //! Capture guards: begin a capture on a context's stream, split it at
-//! breaks, end it into a [`Graph`]. A guard dropped without `end` aborts
-//! the capture and leaves the stream out of capture.
+//! breaks, end it into a [`Graph`] (or into an existing one, updating it in
+//! place). A guard dropped without `end` aborts the capture and leaves the
+//! stream out of capture.
 
 use cuda_sys::*;
 
 use crate::context::{lock, CaptureMode, Context};
 use crate::driver::check;
 use crate::error::{Error, Result};
-use crate::graph::{Graph, GraphExec, Piece};
+use crate::graph::{BreakFn, Graph, GraphExec, Piece, UpdateReport};
+
+/// A piece recorded by an open capture. Segments stay raw graphs until the
+/// capture ends, so [`Capture::end_update`] can update any of them in place.
+enum Pending<L> {
+    Segment(Option<CUgraph>),
+    Break(BreakFn<L>),
+}
 
 /// An open capture on a context. `L` is the live value type its breaks
 /// receive (see [`Graph::replay`]).
 pub struct Capture<L = ()> {
     ctx: Context,
     mode: CaptureMode,
-    pieces: Vec<Piece<L>>,
+    pieces: Vec<Pending<L>>,
     segment_open: bool,
     failed: Option<Error>,
 }
+
+// SAFETY: the raw graphs are driver handles usable from any thread, and
+// break functions are `Send + Sync`. Ending a THREAD_LOCAL capture from
+// another thread is refused by the driver with an error, not undefined.
+unsafe impl<L> Send for Capture<L> {}
 
 impl Context {
     /// Opens a capture on this context's stream. Refused while another
@@ -30,37 +43,26 @@ impl Context {
     pub fn begin_breakable<L>(&self, mode: CaptureMode) -> Result<Capture<L>> {
         let mut flags = lock(&self.inner.flags);
         if flags.capturing.is_some() {
-            return Err(Error::capture_state(
-                "a capture is already open on this context",
-            ));
+            return Err(Error::capture_state("a capture is already open on this context"));
         }
         self.begin_segment(mode)?;
         flags.capturing = Some(std::thread::current().id());
-        Ok(Capture {
-            ctx: self.clone(),
-            mode,
-            pieces: Vec::new(),
-            segment_open: true,
-            failed: None,
-        })
+        Ok(Capture { ctx: self.clone(), mode, pieces: Vec::new(), segment_open: true, failed: None })
     }
 
     fn begin_segment(&self, mode: CaptureMode) -> Result<()> {
         let stream = self.raw_stream();
         self.bound(|d| {
             // SAFETY: our stream; the mode is a valid enum value.
-            check("cuStreamBeginCapture", unsafe {
-                (d.cuStreamBeginCapture)(stream, mode.raw())
-            })
+            check("cuStreamBeginCapture", unsafe { (d.cuStreamBeginCapture)(stream, mode.raw()) })
         })
     }
 
-    /// Ends the stream's capture and instantiates what it recorded (`None`
-    /// when nothing was). The stream is out of capture afterwards, even on
-    /// error.
-    fn end_segment(&self) -> Result<Option<GraphExec>> {
+    /// Ends the stream's capture and returns the recorded graph, or `None`
+    /// (already destroyed) when it holds no node. The stream is out of
+    /// capture afterwards, even on error. The caller destroys the graph.
+    fn end_segment(&self) -> Result<Option<CUgraph>> {
         let stream = self.raw_stream();
-        let raw_ctx = self.raw_context();
         let graph = self.bound(|d| {
             let mut g: CUgraph = std::ptr::null_mut();
             // SAFETY: our stream, capturing; valid out-pointer.
@@ -72,22 +74,35 @@ impl Context {
             check("cuStreamEndCapture", res)?;
             Ok(g)
         })?;
-        let result = self.bound(|d| {
+        let nodes = self.bound(|d| {
             let mut nodes = 0usize;
             // SAFETY: live graph; a null node array asks for the count only.
-            check("cuGraphGetNodes", unsafe {
-                (d.cuGraphGetNodes)(graph, std::ptr::null_mut(), &mut nodes)
-            })?;
-            if nodes == 0 {
-                return Ok(None);
+            check("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(graph, std::ptr::null_mut(), &mut nodes) })?;
+            Ok(nodes)
+        });
+        match nodes {
+            Ok(n) if n > 0 => Ok(Some(graph)),
+            other => {
+                self.destroy_graph(Some(graph));
+                other.map(|_| None)
             }
-            GraphExec::instantiate(raw_ctx, graph).map(Some)
-        });
+        }
+    }
+
+    fn destroy_graph(&self, graph: Option<CUgraph>) {
+        let Some(g) = graph else { return };
         let _ = self.shielded(|d| {
-            // SAFETY: the executable graph (if any) no longer needs its source graph.
-            check("cuGraphDestroy", unsafe { (d.cuGraphDestroy)(graph) })
+            // SAFETY: a graph we own, destroyed once; executables made from it
+            // do not need it.
+            check("cuGraphDestroy", unsafe { (d.cuGraphDestroy)(g) })
         });
-        result
+    }
+
+    /// Instantiates `g` and destroys it.
+    fn instantiate(&self, g: CUgraph) -> Result<GraphExec> {
+        let exec = GraphExec::instantiate(self.raw_context(), g);
+        self.destroy_graph(Some(g));
+        exec
     }
 }
 
@@ -132,7 +147,7 @@ impl<L> Capture<L> {
         }
         self.segment_open = false;
         match self.ctx.end_segment() {
-            Ok(seg) => self.pieces.push(Piece::Segment(seg)),
+            Ok(seg) => self.pieces.push(Pending::Segment(seg)),
             Err(e) => return Err(self.fail(e)),
         }
         lock(&self.ctx.inner.flags).in_break = true;
@@ -141,7 +156,7 @@ impl<L> Capture<L> {
         if let Err(e) = ran {
             return Err(self.fail(Error::Callback(e.to_string())));
         }
-        self.pieces.push(Piece::Break(Box::new(f)));
+        self.pieces.push(Pending::Break(Box::new(f)));
         if let Err(e) = self.ctx.begin_segment(self.mode) {
             return Err(self.fail(e));
         }
@@ -152,14 +167,94 @@ impl<L> Capture<L> {
     /// Ends the capture and instantiates every segment. On error nothing is
     /// returned and the stream is left out of capture.
     pub fn end(mut self) -> Result<Graph<L>> {
+        let pieces = self.finish()?;
+        let mut built = Vec::with_capacity(pieces.len());
+        let mut failure = None;
+        for p in pieces {
+            built.push(match p {
+                Pending::Segment(Some(g)) => match self.ctx.instantiate(g) {
+                    Ok(e) => Piece::Segment(Some(e)),
+                    Err(e) => {
+                        failure.get_or_insert(e);
+                        Piece::Segment(None)
+                    }
+                },
+                Pending::Segment(None) => Piece::Segment(None),
+                Pending::Break(f) => Piece::Break(f),
+            });
+        }
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(Graph::new(self.ctx.clone(), built)),
+        }
+    }
+
+    /// Ends the capture into `graph`, an earlier capture of the same
+    /// context: each segment whose topology matches the one at the same
+    /// position is updated in place with `cuGraphExecUpdate` (CUDA 12.0+
+    /// drivers; several times cheaper than instantiating), the others are
+    /// instantiated anew, and the breaks become the new capture's. On error
+    /// `graph` keeps its old pieces, but segments already updated in place
+    /// carry the new parameters. Do not replay `graph` meanwhile.
+    pub fn end_update(mut self, graph: &mut Graph<L>) -> Result<UpdateReport> {
+        if graph.context().raw_stream() != self.ctx.raw_stream() {
+            return Err(Error::invalid("end_update: the graph belongs to another context"));
+        }
+        let pieces = self.finish()?;
+        let mut report = UpdateReport::default();
+        let mut built = Vec::with_capacity(pieces.len());
+        let mut failure = None;
+        for (i, p) in pieces.into_iter().enumerate() {
+            let Pending::Segment(Some(g)) = p else {
+                built.push(match p {
+                    Pending::Break(f) => Piece::Break(f),
+                    _ => Piece::Segment(None),
+                });
+                continue;
+            };
+            let updated = match graph.segment_exec(i) {
+                Some(exec) => exec.update_from(g),
+                None => Ok(false),
+            };
+            built.push(match updated {
+                Ok(true) => {
+                    report.updated += 1;
+                    self.ctx.destroy_graph(Some(g));
+                    Piece::Reuse(i)
+                }
+                Ok(false) => {
+                    report.instantiated += 1;
+                    match self.ctx.instantiate(g) {
+                        Ok(e) => Piece::Segment(Some(e)),
+                        Err(e) => {
+                            failure.get_or_insert(e);
+                            Piece::Segment(None)
+                        }
+                    }
+                }
+                Err(e) => {
+                    self.ctx.destroy_graph(Some(g));
+                    failure.get_or_insert(e);
+                    Piece::Segment(None)
+                }
+            });
+        }
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        graph.replace_pieces(built);
+        Ok(report)
+    }
+
+    /// Ends the last segment and hands over the recorded pieces.
+    fn finish(&mut self) -> Result<Vec<Pending<L>>> {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
         self.segment_open = false;
         let last = self.ctx.end_segment()?;
-        self.pieces.push(Piece::Segment(last));
-        let pieces = std::mem::take(&mut self.pieces);
-        Ok(Graph::new(self.ctx.clone(), pieces))
+        self.pieces.push(Pending::Segment(last));
+        Ok(std::mem::take(&mut self.pieces))
     }
 }
 
@@ -167,7 +262,14 @@ impl<L> Drop for Capture<L> {
     fn drop(&mut self) {
         if self.segment_open {
             // Abort: end the stream's capture and throw the graph away.
-            let _ = self.ctx.end_segment();
+            if let Ok(g) = self.ctx.end_segment() {
+                self.ctx.destroy_graph(g);
+            }
+        }
+        for p in self.pieces.drain(..) {
+            if let Pending::Segment(g) = p {
+                self.ctx.destroy_graph(g);
+            }
         }
         let mut flags = lock(&self.ctx.inner.flags);
         flags.capturing = None;

@@ -91,15 +91,11 @@ impl Context {
         let d = driver()?;
         let mut raw: CUcontext = std::ptr::null_mut();
         // SAFETY: valid out-pointer and device handle.
-        check("cuDevicePrimaryCtxRetain", unsafe {
-            (d.cuDevicePrimaryCtxRetain)(&mut raw, device.handle())
-        })?;
+        check("cuDevicePrimaryCtxRetain", unsafe { (d.cuDevicePrimaryCtxRetain)(&mut raw, device.handle()) })?;
         let stream = shielded(raw, |d| {
             let mut s: CUstream = std::ptr::null_mut();
             // SAFETY: valid out-pointer; the context is current.
-            check("cuStreamCreate", unsafe {
-                (d.cuStreamCreate)(&mut s, CU_STREAM_NON_BLOCKING)
-            })?;
+            check("cuStreamCreate", unsafe { (d.cuStreamCreate)(&mut s, CU_STREAM_NON_BLOCKING) })?;
             Ok(s)
         });
         let stream = match stream {
@@ -177,9 +173,7 @@ impl Context {
         let stream = self.inner.stream;
         shielded(self.inner.raw, |d| {
             // SAFETY: our stream, alive while the context is.
-            check("cuStreamSynchronize", unsafe {
-                (d.cuStreamSynchronize)(stream)
-            })
+            check("cuStreamSynchronize", unsafe { (d.cuStreamSynchronize)(stream) })
         })
     }
 

@@ -28,16 +28,12 @@ impl Device {
     pub fn get(ordinal: usize) -> Result<Device> {
         let count = Self::count()?;
         if ordinal >= count {
-            return Err(Error::invalid(format!(
-                "device {ordinal} does not exist ({count} visible)"
-            )));
+            return Err(Error::invalid(format!("device {ordinal} does not exist ({count} visible)")));
         }
         let d = driver()?;
         let mut handle: CUdevice = 0;
         // SAFETY: valid out-pointer; ordinal checked against the count.
-        check("cuDeviceGet", unsafe {
-            (d.cuDeviceGet)(&mut handle, ordinal as c_int)
-        })?;
+        check("cuDeviceGet", unsafe { (d.cuDeviceGet)(&mut handle, ordinal as c_int) })?;
         Ok(Device { ordinal, handle })
     }
 
@@ -55,14 +51,8 @@ impl Device {
         let d = driver()?;
         let mut buf = [0 as c_char; 256];
         // SAFETY: the buffer holds `len` bytes; the driver NUL-terminates.
-        check("cuDeviceGetName", unsafe {
-            (d.cuDeviceGetName)(buf.as_mut_ptr(), buf.len() as c_int, self.handle)
-        })?;
-        let bytes: Vec<u8> = buf
-            .iter()
-            .take_while(|&&c| c != 0)
-            .map(|&c| c as u8)
-            .collect();
+        check("cuDeviceGetName", unsafe { (d.cuDeviceGetName)(buf.as_mut_ptr(), buf.len() as c_int, self.handle) })?;
+        let bytes: Vec<u8> = buf.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
@@ -71,9 +61,7 @@ impl Device {
         let d = driver()?;
         let mut bytes = 0usize;
         // SAFETY: valid out-pointer.
-        check("cuDeviceTotalMem", unsafe {
-            (d.cuDeviceTotalMem)(&mut bytes, self.handle)
-        })?;
+        check("cuDeviceTotalMem", unsafe { (d.cuDeviceTotalMem)(&mut bytes, self.handle) })?;
         Ok(bytes)
     }
 
@@ -82,9 +70,7 @@ impl Device {
         let d = driver()?;
         let mut v: c_int = 0;
         // SAFETY: valid out-pointer.
-        check("cuDeviceGetAttribute", unsafe {
-            (d.cuDeviceGetAttribute)(&mut v, attr, self.handle)
-        })?;
+        check("cuDeviceGetAttribute", unsafe { (d.cuDeviceGetAttribute)(&mut v, attr, self.handle) })?;
         Ok(v)
     }
 
@@ -101,19 +87,9 @@ impl Device {
         let d = driver()?;
         let mut u = CUuuid { bytes: [0; 16] };
         // SAFETY: valid out-pointer to a CUuuid.
-        check("cuDeviceGetUuid", unsafe {
-            (d.cuDeviceGetUuid)(&mut u, self.handle)
-        })?;
+        check("cuDeviceGetUuid", unsafe { (d.cuDeviceGetUuid)(&mut u, self.handle) })?;
         let b: Vec<u8> = u.bytes.iter().map(|&c| c as u8).collect();
-        let hex =
-            |r: std::ops::Range<usize>| b[r].iter().map(|x| format!("{x:02x}")).collect::<String>();
-        Ok(format!(
-            "GPU-{}-{}-{}-{}-{}",
-            hex(0..4),
-            hex(4..6),
-            hex(6..8),
-            hex(8..10),
-            hex(10..16)
-        ))
+        let hex = |r: std::ops::Range<usize>| b[r].iter().map(|x| format!("{x:02x}")).collect::<String>();
+        Ok(format!("GPU-{}-{}-{}-{}-{}", hex(0..4), hex(4..6), hex(6..8), hex(8..10), hex(10..16)))
     }
 }

@@ -32,12 +32,7 @@ pub(crate) fn check(call: &'static str, res: CUresult) -> Result<()> {
     }
     match driver() {
         Ok(d) => check_with(d, call, res),
-        Err(_) => Err(Error::Cuda {
-            call,
-            code: res,
-            name: format!("CUDA_ERROR_{res}"),
-            description: String::new(),
-        }),
+        Err(_) => Err(Error::Cuda { call, code: res, name: format!("CUDA_ERROR_{res}"), description: String::new() }),
     }
 }
 
@@ -45,12 +40,7 @@ fn check_with(d: &Driver, call: &'static str, res: CUresult) -> Result<()> {
     if res == CUDA_SUCCESS {
         Ok(())
     } else {
-        Err(Error::Cuda {
-            call,
-            code: res,
-            name: d.error_name(res),
-            description: d.error_string(res),
-        })
+        Err(Error::Cuda { call, code: res, name: d.error_name(res), description: d.error_string(res) })
     }
 }
 
@@ -67,9 +57,7 @@ impl ContextBinding {
     pub(crate) fn bind(d: &Driver, ctx: CUcontext) -> Result<ContextBinding> {
         let mut current: CUcontext = std::ptr::null_mut();
         // SAFETY: valid out-pointer.
-        check("cuCtxGetCurrent", unsafe {
-            (d.cuCtxGetCurrent)(&mut current)
-        })?;
+        check("cuCtxGetCurrent", unsafe { (d.cuCtxGetCurrent)(&mut current) })?;
         if current == ctx {
             return Ok(ContextBinding { pushed: false });
         }
@@ -111,13 +99,8 @@ impl<'d> CaptureShield<'d> {
     pub(crate) fn raise(driver: &'d Driver) -> Result<CaptureShield<'d>> {
         let mut mode = CU_STREAM_CAPTURE_MODE_RELAXED;
         // SAFETY: valid in/out pointer to a capture mode.
-        check("cuThreadExchangeStreamCaptureMode", unsafe {
-            (driver.cuThreadExchangeStreamCaptureMode)(&mut mode)
-        })?;
-        Ok(CaptureShield {
-            driver,
-            previous: mode,
-        })
+        check("cuThreadExchangeStreamCaptureMode", unsafe { (driver.cuThreadExchangeStreamCaptureMode)(&mut mode) })?;
+        Ok(CaptureShield { driver, previous: mode })
     }
 }
 
@@ -132,10 +115,7 @@ impl Drop for CaptureShield<'_> {
 /// Runs `f` with `ctx` current and the capture shield raised: the wrapper
 /// for every potentially unsafe call (allocate, free, synchronize, load a
 /// module, instantiate, launch or destroy a graph).
-pub(crate) fn shielded<T>(
-    ctx: CUcontext,
-    f: impl FnOnce(&'static Driver) -> Result<T>,
-) -> Result<T> {
+pub(crate) fn shielded<T>(ctx: CUcontext, f: impl FnOnce(&'static Driver) -> Result<T>) -> Result<T> {
     let d = driver()?;
     let _bind = ContextBinding::bind(d, ctx)?;
     let _shield = CaptureShield::raise(d)?;

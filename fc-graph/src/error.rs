@@ -13,12 +13,7 @@ pub enum Error {
     NoDriver(#[from] LoadError),
     /// A driver call returned an error.
     #[error("{call} failed: {name} ({code}): {description}")]
-    Cuda {
-        call: &'static str,
-        code: CUresult,
-        name: String,
-        description: String,
-    },
+    Cuda { call: &'static str, code: CUresult, name: String, description: String },
     /// A caller passed something unusable (NULL, zero size, bad name...).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
@@ -33,10 +28,7 @@ pub enum Error {
     CaptureState(String),
     /// The driver is too old for the feature.
     #[error("{feature} is unsupported by this driver (needs {needs})")]
-    Unsupported {
-        feature: &'static str,
-        needs: String,
-    },
+    Unsupported { feature: &'static str, needs: String },
     /// A break function reported failure.
     #[error("break function failed: {0}")]
     Callback(String),

@@ -23,15 +23,10 @@ impl Event {
         let raw = ctx.bound(|d| {
             let mut e: CUevent = std::ptr::null_mut();
             // SAFETY: valid out-pointer; the context is current.
-            check("cuEventCreate", unsafe {
-                (d.cuEventCreate)(&mut e, CU_EVENT_DEFAULT)
-            })?;
+            check("cuEventCreate", unsafe { (d.cuEventCreate)(&mut e, CU_EVENT_DEFAULT) })?;
             Ok(e)
         })?;
-        Ok(Event {
-            ctx: ctx.clone(),
-            raw,
-        })
+        Ok(Event { ctx: ctx.clone(), raw })
     }
 
     /// Records the event on the context's stream.
@@ -58,9 +53,7 @@ impl Event {
         self.ctx.bound(|d| {
             let mut ms = 0f32;
             // SAFETY: valid out-pointer; both events are live and recorded.
-            check("cuEventElapsedTime", unsafe {
-                (d.cuEventElapsedTime)(&mut ms, s, e)
-            })?;
+            check("cuEventElapsedTime", unsafe { (d.cuEventElapsedTime)(&mut ms, s, e) })?;
             Ok(ms)
         })
     }

@@ -28,12 +28,34 @@ impl GraphExec {
         let exec = shielded(raw_ctx, |d| {
             let mut exec: CUgraphExec = std::ptr::null_mut();
             // SAFETY: valid out-pointer and a live graph.
-            check("cuGraphInstantiateWithFlags", unsafe {
-                (d.cuGraphInstantiateWithFlags)(&mut exec, graph, 0)
-            })?;
+            check("cuGraphInstantiateWithFlags", unsafe { (d.cuGraphInstantiateWithFlags)(&mut exec, graph, 0) })?;
             Ok(exec)
         })?;
         Ok(GraphExec { exec, raw_ctx })
+    }
+
+    /// Updates this executable graph in place from `graph` (same topology,
+    /// new parameters): `Ok(true)` when the driver did, `Ok(false)` when it
+    /// cannot (topology changed, or a driver older than CUDA 12.0 lacks
+    /// `cuGraphExecUpdate`), in which case the caller instantiates anew.
+    pub(crate) fn update_from(&self, graph: CUgraph) -> Result<bool> {
+        let exec = self.exec;
+        shielded(self.raw_ctx, |d| {
+            let Some(update) = d.cuGraphExecUpdate else {
+                return Ok(false);
+            };
+            let mut info = CUgraphExecUpdateResultInfo {
+                result: CU_GRAPH_EXEC_UPDATE_SUCCESS,
+                errorNode: std::ptr::null_mut(),
+                errorFromNode: std::ptr::null_mut(),
+            };
+            // SAFETY: live executable graph and source graph; valid out-pointer.
+            let res = unsafe { update(exec, graph, &mut info) };
+            if res == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE {
+                return Ok(false);
+            }
+            check("cuGraphExecUpdate", res).map(|()| true)
+        })
     }
 
     /// Launches on `stream` (asynchronous).
@@ -52,9 +74,7 @@ impl Drop for GraphExec {
         let _ = shielded(self.raw_ctx, |d| {
             // SAFETY: destroyed once; a launch still in flight completes first
             // (the driver frees it asynchronously).
-            check("cuGraphExecDestroy", unsafe {
-                (d.cuGraphExecDestroy)(exec)
-            })
+            check("cuGraphExecDestroy", unsafe { (d.cuGraphExecDestroy)(exec) })
         });
     }
 }
@@ -65,10 +85,19 @@ pub(crate) enum Piece<L> {
     Segment(Option<GraphExec>),
     /// An eager break, run on the host at replay.
     Break(BreakFn<L>),
+    /// During an update only: keep the old graph's piece at this index.
+    Reuse(usize),
 }
 
 /// A captured graph: `N` breaks give `2N + 1` pieces. `L` is the type of
 /// the live value breaks receive at replay (`()` for unbroken graphs).
+///
+/// Memory: buffers a capture allocated and freed again (its dead
+/// intermediates) return to the context's capture pool, and a later capture
+/// of the same context may reuse that memory. Graphs of one context replay
+/// in order on its one stream, so this is safe for intermediates; a buffer
+/// you keep alive (an output) is never reused. Read a graph's outputs
+/// before replaying another graph that may have reused its freed memory.
 pub struct Graph<L = ()> {
     ctx: Context,
     pieces: Vec<Piece<L>>,
@@ -84,9 +113,40 @@ impl<L> std::fmt::Debug for Graph<L> {
     }
 }
 
+/// What [`crate::Capture::end_update`] did with each segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct UpdateReport {
+    /// Segments updated in place (`cuGraphExecUpdate`).
+    pub updated: usize,
+    /// Segments instantiated anew (first capture, changed topology, or a
+    /// driver without in-place update).
+    pub instantiated: usize,
+}
+
 impl<L> Graph<L> {
     pub(crate) fn new(ctx: Context, pieces: Vec<Piece<L>>) -> Graph<L> {
         Graph { ctx, pieces }
+    }
+
+    /// The executable of segment `i`, if that piece is a non-empty segment.
+    pub(crate) fn segment_exec(&self, i: usize) -> Option<&GraphExec> {
+        match self.pieces.get(i) {
+            Some(Piece::Segment(Some(e))) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Installs the pieces of an update; `Piece::Reuse(i)` takes this
+    /// graph's piece `i` (an executable updated in place).
+    pub(crate) fn replace_pieces(&mut self, new: Vec<Piece<L>>) {
+        let mut old: Vec<Option<Piece<L>>> = self.pieces.drain(..).map(Some).collect();
+        self.pieces = new
+            .into_iter()
+            .map(|p| match p {
+                Piece::Reuse(i) => old.get_mut(i).and_then(Option::take).unwrap_or(Piece::Segment(None)),
+                other => other,
+            })
+            .collect();
     }
 
     /// Pieces in the graph: captured segments plus breaks (`2N + 1`).
@@ -96,10 +156,7 @@ impl<L> Graph<L> {
 
     /// Breaks in the graph.
     pub fn break_count(&self) -> usize {
-        self.pieces
-            .iter()
-            .filter(|p| matches!(p, Piece::Break(_)))
-            .count()
+        self.pieces.iter().filter(|p| matches!(p, Piece::Break(_))).count()
     }
 
     /// The context whose stream the graph replays on.
@@ -116,7 +173,7 @@ impl<L> Graph<L> {
         for piece in &self.pieces {
             match piece {
                 Piece::Segment(Some(exec)) => exec.launch(stream)?,
-                Piece::Segment(None) => {}
+                Piece::Segment(None) | Piece::Reuse(_) => {}
                 Piece::Break(f) => f(&self.ctx, live)?,
             }
         }

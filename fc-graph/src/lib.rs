@@ -32,7 +32,7 @@ pub use device::Device;
 pub use driver::driver;
 pub use error::{Error, Result};
 pub use event::Event;
-pub use graph::{BreakFn, Graph};
+pub use graph::{BreakFn, Graph, UpdateReport};
 pub use module::{Kernel, KernelArg, LaunchConfig, Module};
 
 /// The library version.

@@ -30,8 +30,7 @@ impl ModuleHandle {
     /// are "potentially unsafe" during other threads' captures).
     pub(crate) fn load(raw_ctx: CUcontext, ptx: &str) -> Result<ModuleHandle> {
         let entries = parse_entries(ptx).map_err(|e| Error::invalid(format!("PTX: {e}")))?;
-        let image =
-            CString::new(ptx).map_err(|_| Error::invalid("PTX text contains a NUL byte"))?;
+        let image = CString::new(ptx).map_err(|_| Error::invalid("PTX text contains a NUL byte"))?;
         let module = crate::driver::shielded(raw_ctx, |d| {
             let mut log = vec![0u8; 8192];
             let mut options = [CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
@@ -51,11 +50,7 @@ impl ModuleHandle {
             check("cuModuleLoadDataEx", res).map_err(|e| with_jit_log(e, &log))?;
             Ok(m)
         })?;
-        Ok(ModuleHandle {
-            raw_ctx,
-            module,
-            entries,
-        })
+        Ok(ModuleHandle { raw_ctx, module, entries })
     }
 
     /// Looks a kernel up by name.
@@ -63,8 +58,7 @@ impl ModuleHandle {
         let entry = find_entry(&self.entries, name)
             .ok_or_else(|| Error::invalid(format!("no kernel named {name:?} in the module")))?
             .clone();
-        let cname =
-            CString::new(name).map_err(|_| Error::invalid("kernel name contains a NUL byte"))?;
+        let cname = CString::new(name).map_err(|_| Error::invalid("kernel name contains a NUL byte"))?;
         let module = self.module;
         let f = bound(self.raw_ctx, |d| {
             let mut f: CUfunction = std::ptr::null_mut();
@@ -80,22 +74,11 @@ impl ModuleHandle {
 
 /// Appends the JIT's error log to a load failure.
 fn with_jit_log(e: Error, log: &[u8]) -> Error {
-    let text: String = String::from_utf8_lossy(log)
-        .trim_end_matches('\0')
-        .trim()
-        .to_string();
+    let text: String = String::from_utf8_lossy(log).trim_end_matches('\0').trim().to_string();
     match e {
-        Error::Cuda {
-            call,
-            code,
-            name,
-            description,
-        } if !text.is_empty() => Error::Cuda {
-            call,
-            code,
-            name,
-            description: format!("{description}; JIT log: {text}"),
-        },
+        Error::Cuda { call, code, name, description } if !text.is_empty() => {
+            Error::Cuda { call, code, name, description: format!("{description}; JIT log: {text}") }
+        }
         other => other,
     }
 }
@@ -120,10 +103,7 @@ pub struct Module {
 impl Module {
     /// Loads (JIT-compiles) `ptx` into `ctx`.
     pub fn from_ptx(ctx: &Context, ptx: &str) -> Result<Module> {
-        Ok(Module {
-            ctx: ctx.clone(),
-            handle: Arc::new(ModuleHandle::load(ctx.raw_context(), ptx)?),
-        })
+        Ok(Module { ctx: ctx.clone(), handle: Arc::new(ModuleHandle::load(ctx.raw_context(), ptx)?) })
     }
 
     /// The `.entry` kernels the PTX declares.
@@ -134,12 +114,7 @@ impl Module {
     /// A kernel by name.
     pub fn kernel(&self, name: &str) -> Result<Kernel> {
         let (func, entry) = self.handle.function(name)?;
-        Ok(Kernel {
-            ctx: self.ctx.clone(),
-            _module: self.handle.clone(),
-            func,
-            entry,
-        })
+        Ok(Kernel { ctx: self.ctx.clone(), _module: self.handle.clone(), func, entry })
     }
 }
 
@@ -154,19 +129,13 @@ pub struct LaunchConfig {
 impl LaunchConfig {
     /// A 1-D launch covering `n` threads with `block` threads per block.
     pub fn for_elements(n: u32, block: u32) -> LaunchConfig {
-        LaunchConfig {
-            grid: (n.div_ceil(block.max(1)).max(1), 1, 1),
-            block: (block.max(1), 1, 1),
-            shared_mem_bytes: 0,
-        }
+        LaunchConfig { grid: (n.div_ceil(block.max(1)).max(1), 1, 1), block: (block.max(1), 1, 1), shared_mem_bytes: 0 }
     }
 
     fn validate(&self) -> Result<()> {
         let (g, b) = (self.grid, self.block);
         if [g.0, g.1, g.2, b.0, b.1, b.2].contains(&0) {
-            return Err(Error::invalid(format!(
-                "launch dimensions must be non-zero: grid {g:?}, block {b:?}"
-            )));
+            return Err(Error::invalid(format!("launch dimensions must be non-zero: grid {g:?}, block {b:?}")));
         }
         Ok(())
     }
@@ -204,9 +173,7 @@ arg_from!(u32 => U32, i32 => I32, u64 => U64, i64 => I64, f32 => F32, f64 => F64
 /// The argument's size, and whether it is a float.
 fn arg_shape(arg: &KernelArg<'_>) -> (usize, Option<bool>) {
     match arg {
-        KernelArg::Buffer(_) | KernelArg::Ptr(_) | KernelArg::U64(_) | KernelArg::I64(_) => {
-            (8, Some(false))
-        }
+        KernelArg::Buffer(_) | KernelArg::Ptr(_) | KernelArg::U64(_) | KernelArg::I64(_) => (8, Some(false)),
         KernelArg::U32(_) | KernelArg::I32(_) => (4, Some(false)),
         KernelArg::F32(_) => (4, Some(true)),
         KernelArg::F64(_) => (8, Some(true)),
@@ -217,10 +184,7 @@ fn arg_shape(arg: &KernelArg<'_>) -> (usize, Option<bool>) {
 /// Checks one argument against its PTX parameter.
 pub fn check_arg(kernel: &str, index: usize, param: &PtxParam, arg: &KernelArg<'_>) -> Result<()> {
     let (size, is_float) = arg_shape(arg);
-    let bits = matches!(
-        param.kind,
-        ParamKind::B8 | ParamKind::B16 | ParamKind::B32 | ParamKind::B64
-    );
+    let bits = matches!(param.kind, ParamKind::B8 | ParamKind::B16 | ParamKind::B32 | ParamKind::B64);
     let kind_ok = match is_float {
         None => param.kind == ParamKind::B8 || param.count > 1 || bits,
         Some(true) => param.kind.is_float() || bits,
@@ -303,12 +267,7 @@ impl Kernel {
     }
 
     /// Launches on another context's stream of the same device.
-    pub fn launch_on(
-        &self,
-        ctx: &Context,
-        cfg: LaunchConfig,
-        args: &[KernelArg<'_>],
-    ) -> Result<()> {
+    pub fn launch_on(&self, ctx: &Context, cfg: LaunchConfig, args: &[KernelArg<'_>]) -> Result<()> {
         cfg.validate()?;
         self.check_args(args)?;
         // Argument values laid out in 8-byte slots; `Bytes` point at the caller's slice.
@@ -344,12 +303,7 @@ impl Kernel {
     /// # Safety
     /// `params` must hold one pointer per kernel parameter, each to a value
     /// of that parameter's size, valid for the duration of the call.
-    pub unsafe fn launch_raw_on(
-        &self,
-        ctx: &Context,
-        cfg: LaunchConfig,
-        params: *mut *mut c_void,
-    ) -> Result<()> {
+    pub unsafe fn launch_raw_on(&self, ctx: &Context, cfg: LaunchConfig, params: *mut *mut c_void) -> Result<()> {
         cfg.validate()?;
         if ctx.device_id() != self.ctx.device_id() {
             return Err(Error::WrongDevice(format!(

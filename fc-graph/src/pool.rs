@@ -89,11 +89,7 @@ impl PoolAllocator {
     /// Returns the block at `addr` of `block` bytes, merging with its free
     /// neighbours. Returns false when `addr` is not in any slab.
     pub fn free(&mut self, addr: u64, block: u64) -> bool {
-        let Some(slab) = self
-            .slabs
-            .iter_mut()
-            .find(|s| addr >= s.base && addr + block <= s.base + s.size)
-        else {
+        let Some(slab) = self.slabs.iter_mut().find(|s| addr >= s.base && addr + block <= s.base + s.size) else {
             return false;
         };
         let mut off = addr - slab.base;
@@ -203,9 +199,6 @@ mod tests {
             deltas.push((p.reserved() - before) as f64 / (1 << 20) as f64);
         }
         let bound = f64::max(2.0, deltas[0] * 0.1);
-        assert!(
-            deltas[1] < bound && deltas[2] < bound,
-            "deltas {deltas:?} MiB, bound {bound}"
-        );
+        assert!(deltas[1] < bound && deltas[2] < bound, "deltas {deltas:?} MiB, bound {bound}");
     }
 }

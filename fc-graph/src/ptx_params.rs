@@ -132,12 +132,7 @@ pub enum PtxParseError {
     /// The parameter list of `entry` has no closing `)`.
     UnterminatedParamList { entry: String, line: usize },
     /// Parameter `index` (0-based) of `entry` is malformed.
-    BadParam {
-        entry: String,
-        index: usize,
-        line: usize,
-        reason: String,
-    },
+    BadParam { entry: String, index: usize, line: usize, reason: String },
     /// `entry` is declared twice with different parameters.
     ConflictingEntry { entry: String, line: usize },
 }
@@ -155,22 +150,13 @@ impl fmt::Display for PtxParseError {
                 write!(f, "line {line}: .entry without a kernel name")
             }
             PtxParseError::UnterminatedParamList { entry, line } => {
-                write!(
-                    f,
-                    "line {line}: unterminated parameter list of entry {entry}"
-                )
+                write!(f, "line {line}: unterminated parameter list of entry {entry}")
             }
-            PtxParseError::BadParam {
-                entry,
-                index,
-                line,
-                reason,
-            } => write!(f, "line {line}: entry {entry}, parameter {index}: {reason}"),
+            PtxParseError::BadParam { entry, index, line, reason } => {
+                write!(f, "line {line}: entry {entry}, parameter {index}: {reason}")
+            }
             PtxParseError::ConflictingEntry { entry, line } => {
-                write!(
-                    f,
-                    "line {line}: entry {entry} declared with different parameters"
-                )
+                write!(f, "line {line}: entry {entry} declared with different parameters")
             }
         }
     }
@@ -281,10 +267,7 @@ fn tokenize(text: &str) -> Vec<Token<'_>> {
                 iter.next();
             }
         }
-        tokens.push(Token {
-            text: &text[start..end],
-            line,
-        });
+        tokens.push(Token { text: &text[start..end], line });
     }
     tokens
 }
@@ -301,9 +284,7 @@ fn parse_number(s: &str) -> Option<usize> {
 fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
     match chars.next() {
-        Some(c) if c.is_ascii_alphabetic() || c == '_' || c == '$' || c == '%' => {
-            s.chars().all(is_word_char)
-        }
+        Some(c) if c.is_ascii_alphabetic() || c == '_' || c == '$' || c == '%' => s.chars().all(is_word_char),
         _ => false,
     }
 }
@@ -345,8 +326,7 @@ fn parse_param(toks: &[Token<'_>]) -> Result<PtxParam, String> {
                 }
             }
             _ if t.starts_with('.') => {
-                let k = ParamKind::from_directive(t)
-                    .ok_or_else(|| format!("unsupported type or qualifier {t}"))?;
+                let k = ParamKind::from_directive(t).ok_or_else(|| format!("unsupported type or qualifier {t}"))?;
                 if kind.replace(k).is_some() {
                     return Err("more than one type".to_string());
                 }
@@ -365,37 +345,20 @@ fn parse_param(toks: &[Token<'_>]) -> Result<PtxParam, String> {
         if t != "[" {
             return Err(format!("unexpected token {t:?} after name"));
         }
-        let n = it
-            .next()
-            .and_then(parse_number)
-            .filter(|&n| n > 0)
-            .ok_or("expected a positive array length")?;
+        let n = it.next().and_then(parse_number).filter(|&n| n > 0).ok_or("expected a positive array length")?;
         if it.next() != Some("]") {
             return Err("expected ] after array length".to_string());
         }
         count = count.checked_mul(n).ok_or("array too large")?;
     }
     let size = kind.size().checked_mul(count).ok_or("array too large")?;
-    Ok(PtxParam {
-        name,
-        kind,
-        count,
-        align: align.unwrap_or(kind.size()),
-        size,
-    })
+    Ok(PtxParam { name, kind, count, align: align.unwrap_or(kind.size()), size })
 }
 
 /// Parses the parameter list whose `(` is at `toks[open]`. Returns the
 /// parameters and the index just past the closing `)`.
-fn parse_param_list(
-    toks: &[Token<'_>],
-    open: usize,
-    entry: &str,
-) -> Result<(Vec<PtxParam>, usize), PtxParseError> {
-    let unterminated = || PtxParseError::UnterminatedParamList {
-        entry: entry.to_string(),
-        line: toks[open].line,
-    };
+fn parse_param_list(toks: &[Token<'_>], open: usize, entry: &str) -> Result<(Vec<PtxParam>, usize), PtxParseError> {
+    let unterminated = || PtxParseError::UnterminatedParamList { entry: entry.to_string(), line: toks[open].line };
     let rest = &toks[open + 1..];
     let close = rest
         .iter()
@@ -419,17 +382,10 @@ fn parse_param_list(
 }
 
 /// Adds `entry`, skipping an identical repeat and rejecting a conflicting one.
-fn push_entry(
-    entries: &mut Vec<PtxEntry>,
-    entry: PtxEntry,
-    line: usize,
-) -> Result<(), PtxParseError> {
+fn push_entry(entries: &mut Vec<PtxEntry>, entry: PtxEntry, line: usize) -> Result<(), PtxParseError> {
     match entries.iter().find(|e| e.name == entry.name) {
         Some(old) if *old == entry => Ok(()),
-        Some(_) => Err(PtxParseError::ConflictingEntry {
-            entry: entry.name,
-            line,
-        }),
+        Some(_) => Err(PtxParseError::ConflictingEntry { entry: entry.name, line }),
         None => {
             entries.push(entry);
             Ok(())
@@ -463,10 +419,7 @@ pub fn parse_entries(ptx: &str) -> Result<Vec<PtxEntry>, PtxParseError> {
         } else {
             (Vec::new(), i + 2)
         };
-        let entry = PtxEntry {
-            name: name.to_string(),
-            params,
-        };
+        let entry = PtxEntry { name: name.to_string(), params };
         push_entry(&mut entries, entry, line)?;
         i = next;
     }
@@ -539,13 +492,7 @@ $L__BB0_2:
 "#;
 
     fn p(name: &str, kind: ParamKind, count: usize, align: usize) -> PtxParam {
-        PtxParam {
-            name: name.to_string(),
-            kind,
-            count,
-            align,
-            size: kind.size() * count,
-        }
+        PtxParam { name: name.to_string(), kind, count, align, size: kind.size() * count }
     }
 
     #[test]
@@ -583,11 +530,7 @@ $L__BB0_2:
         let e = parse_entries(src).unwrap();
         assert_eq!(
             e[0].params,
-            vec![
-                p("p", ParamKind::B8, 12, 4),
-                p("q", ParamKind::B8, 16, 8),
-                p("r", ParamKind::F32, 6, 4),
-            ]
+            vec![p("p", ParamKind::B8, 12, 4), p("q", ParamKind::B8, 16, 8), p("r", ParamKind::F32, 6, 4),]
         );
         assert_eq!(e[0].params[0].size, 12);
         assert_eq!(e[0].params[2].size, 24);
@@ -614,10 +557,7 @@ $L__BB0_2:
         let e = parse_entries(src).unwrap();
         assert_eq!(e.len(), 1);
         assert_eq!(e[0].name, "real");
-        assert_eq!(
-            e[0].params,
-            vec![p("x", ParamKind::F64, 1, 8), p("h", ParamKind::F16, 1, 2)]
-        );
+        assert_eq!(e[0].params, vec![p("x", ParamKind::F64, 1, 8), p("h", ParamKind::F16, 1, 2)]);
     }
 
     #[test]
@@ -631,10 +571,7 @@ $L__BB0_2:
         assert_eq!(names, ["first", "second"]);
         assert_eq!(
             find_entry(&e, "second").map(|e| e.params.clone()),
-            Some(vec![
-                p("b", ParamKind::S64, 1, 8),
-                p("c", ParamKind::B16, 1, 2)
-            ])
+            Some(vec![p("b", ParamKind::S64, 1, 8), p("c", ParamKind::B16, 1, 2)])
         );
         assert!(find_entry(&e, "helper").is_none());
         assert!(find_entry(&e, "nope").is_none());
@@ -655,27 +592,15 @@ $L__BB0_2:
         let src = ".entry k(.param .u32 a);\n.entry k(.param .u32 a)\n{ ret; }";
         assert_eq!(parse_entries(src).unwrap().len(), 1);
         let bad = ".entry k(.param .u32 a);\n.entry k(.param .u64 a)\n{ ret; }";
-        assert!(matches!(
-            parse_entries(bad),
-            Err(PtxParseError::ConflictingEntry { .. })
-        ));
+        assert!(matches!(parse_entries(bad), Err(PtxParseError::ConflictingEntry { .. })));
     }
 
     #[test]
     fn unterminated_param_list() {
         let src = ".visible .entry k(\n\t.param .u64 a,\n\t.param .u32 n\n";
-        assert_eq!(
-            parse_entries(src),
-            Err(PtxParseError::UnterminatedParamList {
-                entry: "k".to_string(),
-                line: 1
-            })
-        );
+        assert_eq!(parse_entries(src), Err(PtxParseError::UnterminatedParamList { entry: "k".to_string(), line: 1 }));
         let src2 = ".entry k(.param .u64 a\n{ ret; }";
-        assert!(matches!(
-            parse_entries(src2),
-            Err(PtxParseError::UnterminatedParamList { .. })
-        ));
+        assert!(matches!(parse_entries(src2), Err(PtxParseError::UnterminatedParamList { .. })));
     }
 
     #[test]
@@ -713,7 +638,8 @@ $L__BB0_2:
 
     #[test]
     fn no_panic_on_prefixes() {
-        let src = format!("{NVCC_ADD}\n.entry k(.param .align 8 .b8 p[16], .param .u64 .ptr .global .align 4 q)\n{{ ret; }}");
+        let src =
+            format!("{NVCC_ADD}\n.entry k(.param .align 8 .b8 p[16], .param .u64 .ptr .global .align 4 q)\n{{ ret; }}");
         for (i, _) in src.char_indices() {
             let _ = parse_entries(&src[..i]);
         }

@@ -131,6 +131,14 @@ int fc_graph_begin_ctx_mode(fc_cuda_ctx *ctx, int mode);
  * functions receive while the capture runs them once. */
 int fc_graph_begin_live_ctx(fc_cuda_ctx *ctx, int mode, void *capture_live);
 fc_graph *fc_graph_end_ctx(fc_cuda_ctx *ctx);
+/* Ends the open capture into `graph`, an earlier graph of the same context,
+ * instead of creating a new one: each segment whose topology matches is
+ * updated in place (cuGraphExecUpdate, CUDA 12.0+ drivers; several times
+ * cheaper than instantiating), the others are instantiated anew, and the
+ * breaks become the new capture's. `updated_in_place` (may be NULL)
+ * receives how many segments were updated in place. Do not launch `graph`
+ * concurrently. The stream is left out of capture either way. */
+int fc_graph_end_update_ctx(fc_cuda_ctx *ctx, fc_graph *graph, int *updated_in_place);
 /* Drops an open capture (FC_ERR_CAPTURE_STATE when none is open). */
 int fc_graph_abort_ctx(fc_cuda_ctx *ctx);
 /* 1 while a capture is open on ctx and none of its breaks is running. */

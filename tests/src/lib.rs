@@ -25,9 +25,7 @@ pub fn run_gpu_tests(suite: &str, tests: Vec<GpuTest>) -> ! {
     for t in tests {
         let skip = match &devices {
             Err(reason) => Some(format!("no CUDA driver: {reason}")),
-            Ok(n) if *n < t.devices => {
-                Some(format!("needs {} CUDA devices, {n} visible", t.devices))
-            }
+            Ok(n) if *n < t.devices => Some(format!("needs {} CUDA devices, {n} visible", t.devices)),
             Ok(_) => None,
         };
         if let Some(reason) = &skip {
@@ -97,17 +95,10 @@ pub fn download(b: &DeviceBuffer, n: usize) -> Result<Vec<f32>> {
 /// Compares exactly (each element is one IEEE operation on both sides).
 pub fn assert_exact(what: &str, got: &[f32], want: &[f32]) -> Result<(), Failed> {
     if got.len() != want.len() {
-        return Err(Failed::from(format!(
-            "{what}: length {} vs {}",
-            got.len(),
-            want.len()
-        )));
+        return Err(Failed::from(format!("{what}: length {} vs {}", got.len(), want.len())));
     }
     if let Some(i) = (0..got.len()).find(|&i| got[i].to_bits() != want[i].to_bits()) {
-        return Err(Failed::from(format!(
-            "{what}: element {i}: got {} want {}",
-            got[i], want[i]
-        )));
+        return Err(Failed::from(format!("{what}: element {i}: got {} want {}", got[i], want[i])));
     }
     Ok(())
 }
@@ -115,18 +106,12 @@ pub fn assert_exact(what: &str, got: &[f32], want: &[f32]) -> Result<(), Failed>
 /// Compares with a relative tolerance.
 pub fn assert_close(what: &str, got: &[f32], want: &[f32], tol: f32) -> Result<(), Failed> {
     if got.len() != want.len() {
-        return Err(Failed::from(format!(
-            "{what}: length {} vs {}",
-            got.len(),
-            want.len()
-        )));
+        return Err(Failed::from(format!("{what}: length {} vs {}", got.len(), want.len())));
     }
     for i in 0..got.len() {
         let (g, w) = (got[i], want[i]);
         if !(g - w).abs().le(&(tol * (1.0 + w.abs()))) {
-            return Err(Failed::from(format!(
-                "{what}: element {i}: got {g} want {w}"
-            )));
+            return Err(Failed::from(format!("{what}: element {i}: got {g} want {w}")));
         }
     }
     Ok(())

@@ -23,10 +23,7 @@ pub(crate) unsafe fn buffer<'a>(buf: *const fc_buffer, what: &str) -> Result<&'a
 /// # Safety
 /// `ctx` is NULL or a live handle.
 #[no_mangle]
-pub unsafe extern "C" fn fc_buffer_alloc_ctx(
-    ctx: *mut fc_cuda_ctx,
-    bytes: usize,
-) -> *mut fc_buffer {
+pub unsafe extern "C" fn fc_buffer_alloc_ctx(ctx: *mut fc_cuda_ctx, bytes: usize) -> *mut fc_buffer {
     handle_or_null(|| {
         // SAFETY: per this function's contract.
         let h = unsafe { ctx_handle(ctx) }?;
@@ -88,11 +85,7 @@ unsafe fn host_bytes<'a>(p: *const c_void, len: usize, what: &str) -> Result<&'a
 /// # Safety
 /// `buf` is NULL or live; `src` is NULL or valid for `bytes` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn fc_buffer_upload(
-    buf: *mut fc_buffer,
-    src: *const c_void,
-    bytes: usize,
-) -> c_int {
+pub unsafe extern "C" fn fc_buffer_upload(buf: *mut fc_buffer, src: *const c_void, bytes: usize) -> c_int {
     status(|| {
         // SAFETY: per this function's contract.
         let (b, s) = unsafe { (buffer(buf, "buf")?, host_bytes(src, bytes, "src")?) };
@@ -105,11 +98,7 @@ pub unsafe extern "C" fn fc_buffer_upload(
 /// # Safety
 /// `buf` is NULL or live; `dst` is NULL or valid for writing `bytes` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn fc_buffer_download(
-    buf: *const fc_buffer,
-    dst: *mut c_void,
-    bytes: usize,
-) -> c_int {
+pub unsafe extern "C" fn fc_buffer_download(buf: *const fc_buffer, dst: *mut c_void, bytes: usize) -> c_int {
     status(|| {
         // SAFETY: per this function's contract.
         let b = unsafe { buffer(buf, "buf") }?;
@@ -158,14 +147,7 @@ unsafe fn binary(
 ) -> c_int {
     status(|| {
         // SAFETY: per the caller's contract.
-        let (h, a, b, o) = unsafe {
-            (
-                ctx_handle(ctx)?,
-                buffer(a, "a")?,
-                buffer(b, "b")?,
-                buffer(out, "out")?,
-            )
-        };
+        let (h, a, b, o) = unsafe { (ctx_handle(ctx)?, buffer(a, "a")?, buffer(b, "b")?, buffer(out, "out")?) };
         h.ctx.binary(op, a, b, o, n)
     })
 }

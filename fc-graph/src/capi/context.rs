@@ -59,8 +59,7 @@ pub(crate) unsafe fn ctx_arc(ctx: *const fc_cuda_ctx) -> Arc<CtxHandle> {
 #[no_mangle]
 pub extern "C" fn fc_cuda_init_device(device: c_int) -> *mut fc_cuda_ctx {
     handle_or_null(|| {
-        let ordinal = usize::try_from(device)
-            .map_err(|_| Error::invalid(format!("device {device} is negative")))?;
+        let ordinal = usize::try_from(device).map_err(|_| Error::invalid(format!("device {device} is negative")))?;
         let handle = CtxHandle {
             ctx: Context::new(ordinal)?,
             capture: Mutex::new(None),
@@ -84,9 +83,7 @@ pub unsafe extern "C" fn fc_cuda_ctx_free(ctx: *mut fc_cuda_ctx) {
         // SAFETY: a live handle from Arc::into_raw, released once here.
         let handle = unsafe { Arc::from_raw(ctx.cast::<CtxHandle>().cast_const()) };
         // Abort an open capture first: its breaks hold references to the handle.
-        let open = super::context::lock_slot(&handle)
-            .ok()
-            .and_then(|mut s| s.take());
+        let open = super::context::lock_slot(&handle).ok().and_then(|mut s| s.take());
         drop(open);
         drop(handle);
     })
@@ -94,15 +91,13 @@ pub unsafe extern "C" fn fc_cuda_ctx_free(ctx: *mut fc_cuda_ctx) {
 
 /// Locks the capture slot without blocking: a break function calling back
 /// into begin/end/abort would otherwise deadlock.
-pub(crate) fn lock_slot(
-    h: &CtxHandle,
-) -> Result<std::sync::MutexGuard<'_, Option<Capture<CLive>>>> {
+pub(crate) fn lock_slot(h: &CtxHandle) -> Result<std::sync::MutexGuard<'_, Option<Capture<CLive>>>> {
     match h.capture.try_lock() {
         Ok(g) => Ok(g),
         Err(std::sync::TryLockError::Poisoned(p)) => Ok(p.into_inner()),
-        Err(std::sync::TryLockError::WouldBlock) => Err(Error::capture_state(
-            "the context's capture is busy (called from inside one of its break functions?)",
-        )),
+        Err(std::sync::TryLockError::WouldBlock) => {
+            Err(Error::capture_state("the context's capture is busy (called from inside one of its break functions?)"))
+        }
     }
 }
 
@@ -113,9 +108,7 @@ pub(crate) fn lock_slot(
 #[no_mangle]
 pub unsafe extern "C" fn fc_cuda_ctx_device_id(ctx: *const fc_cuda_ctx) -> c_int {
     // SAFETY: per this function's contract.
-    value(-1, || {
-        Ok(unsafe { ctx_handle(ctx) }?.ctx.device_id() as c_int)
-    })
+    value(-1, || Ok(unsafe { ctx_handle(ctx) }?.ctx.device_id() as c_int))
 }
 
 /// `int fc_sync_ctx(fc_cuda_ctx *ctx)`
@@ -135,7 +128,5 @@ pub unsafe extern "C" fn fc_sync_ctx(ctx: *mut fc_cuda_ctx) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn fc_ctx_pool_bytes(ctx: *const fc_cuda_ctx) -> usize {
     // SAFETY: per this function's contract.
-    value(0, || {
-        Ok(unsafe { ctx_handle(ctx) }?.ctx.pool_reserved_bytes())
-    })
+    value(0, || Ok(unsafe { ctx_handle(ctx) }?.ctx.pool_reserved_bytes()))
 }

@@ -62,9 +62,7 @@ unsafe fn begin(ctx: *mut fc_cuda_ctx, mode: c_int, live: *mut c_void) -> c_int 
         let mode = capture_mode(mode)?;
         let mut slot = lock_slot(h)?;
         if slot.is_some() {
-            return Err(Error::capture_state(
-                "a capture is already open on this context",
-            ));
+            return Err(Error::capture_state("a capture is already open on this context"));
         }
         *slot = Some(h.ctx.begin_breakable::<CLive>(mode)?);
         h.capture_live.store(live, Ordering::SeqCst);
@@ -79,13 +77,7 @@ unsafe fn begin(ctx: *mut fc_cuda_ctx, mode: c_int, live: *mut c_void) -> c_int 
 #[no_mangle]
 pub unsafe extern "C" fn fc_graph_begin_ctx(ctx: *mut fc_cuda_ctx) -> c_int {
     // SAFETY: forwarded contract.
-    unsafe {
-        begin(
-            ctx,
-            super::header::FC_CAPTURE_MODE_THREAD_LOCAL as c_int,
-            std::ptr::null_mut(),
-        )
-    }
+    unsafe { begin(ctx, super::header::FC_CAPTURE_MODE_THREAD_LOCAL as c_int, std::ptr::null_mut()) }
 }
 
 /// `int fc_graph_begin_ctx_mode(fc_cuda_ctx *ctx, int mode)`
@@ -121,11 +113,35 @@ pub unsafe extern "C" fn fc_graph_end_ctx(ctx: *mut fc_cuda_ctx) -> *mut fc_grap
     handle_or_null(|| {
         // SAFETY: per this function's contract.
         let h = unsafe { ctx_handle(ctx) }?;
-        let capture = lock_slot(h)?
-            .take()
-            .ok_or_else(|| Error::capture_state("no capture is open on this context"))?;
+        let capture = lock_slot(h)?.take().ok_or_else(|| Error::capture_state("no capture is open on this context"))?;
         let graph: Graph<CLive> = capture.end()?;
         Ok(Box::into_raw(Box::new(graph)).cast::<fc_graph>())
+    })
+}
+
+/// `int fc_graph_end_update_ctx(fc_cuda_ctx *ctx, fc_graph *graph, int *updated_in_place)`
+///
+/// # Safety
+/// `ctx` and `graph` are NULL or live handles; `updated_in_place` is NULL
+/// or valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn fc_graph_end_update_ctx(
+    ctx: *mut fc_cuda_ctx,
+    graph: *mut fc_graph,
+    updated_in_place: *mut c_int,
+) -> c_int {
+    status(|| {
+        // SAFETY: per this function's contract.
+        let h = unsafe { ctx_handle(ctx) }?;
+        // SAFETY: per this function's contract; the graph is not shared meanwhile.
+        let g = unsafe { graph.cast::<Graph<CLive>>().as_mut() }.ok_or_else(|| Error::invalid("graph is NULL"))?;
+        let capture = lock_slot(h)?.take().ok_or_else(|| Error::capture_state("no capture is open on this context"))?;
+        let report = capture.end_update(g)?;
+        // SAFETY: NULL or valid for one write, per the contract.
+        if let Some(out) = unsafe { updated_in_place.as_mut() } {
+            *out = report.updated as c_int;
+        }
+        Ok(())
     })
 }
 
@@ -138,9 +154,7 @@ pub unsafe extern "C" fn fc_graph_abort_ctx(ctx: *mut fc_cuda_ctx) -> c_int {
     status(|| {
         // SAFETY: per this function's contract.
         let h = unsafe { ctx_handle(ctx) }?;
-        let capture = lock_slot(h)?
-            .take()
-            .ok_or_else(|| Error::capture_state("no capture is open on this context"))?;
+        let capture = lock_slot(h)?.take().ok_or_else(|| Error::capture_state("no capture is open on this context"))?;
         drop(capture);
         Ok(())
     })
@@ -153,9 +167,7 @@ pub unsafe extern "C" fn fc_graph_abort_ctx(ctx: *mut fc_cuda_ctx) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn fc_graph_is_capturing_ctx(ctx: *const fc_cuda_ctx) -> c_int {
     // SAFETY: per this function's contract.
-    value(0, || {
-        Ok(unsafe { ctx_handle(ctx) }?.ctx.is_capturing() as c_int)
-    })
+    value(0, || Ok(unsafe { ctx_handle(ctx) }?.ctx.is_capturing() as c_int))
 }
 
 /// `int fc_graph_break_ctx(fc_cuda_ctx *ctx, fc_break_fn fn, void *user)`
@@ -164,11 +176,7 @@ pub unsafe extern "C" fn fc_graph_is_capturing_ctx(ctx: *const fc_cuda_ctx) -> c
 /// `ctx` is NULL or a live handle; `f` is NULL or a function of the
 /// `fc_break_fn` type, callable with `user` from any thread that replays.
 #[no_mangle]
-pub unsafe extern "C" fn fc_graph_break_ctx(
-    ctx: *mut fc_cuda_ctx,
-    f: fc_break_fn,
-    user: *mut c_void,
-) -> c_int {
+pub unsafe extern "C" fn fc_graph_break_ctx(ctx: *mut fc_cuda_ctx, f: fc_break_fn, user: *mut c_void) -> c_int {
     status(|| {
         // SAFETY: per this function's contract.
         let h = unsafe { ctx_handle(ctx) }?;
@@ -229,9 +237,7 @@ pub unsafe extern "C" fn fc_graph_launch_live(graph: *mut fc_graph, live: *mut c
 #[no_mangle]
 pub unsafe extern "C" fn fc_graph_segment_count(graph: *const fc_graph) -> c_int {
     // SAFETY: per this function's contract.
-    value(-1, || {
-        Ok(unsafe { graph_ref(graph) }?.segment_count() as c_int)
-    })
+    value(-1, || Ok(unsafe { graph_ref(graph) }?.segment_count() as c_int))
 }
 
 /// `void fc_graph_free(fc_graph *graph)`

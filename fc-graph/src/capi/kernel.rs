@@ -18,9 +18,7 @@ unsafe fn c_str<'a>(p: *const c_char, what: &str) -> Result<&'a str> {
         return Err(Error::invalid(format!("{what} is NULL")));
     }
     // SAFETY: per the caller's contract.
-    unsafe { CStr::from_ptr(p) }
-        .to_str()
-        .map_err(|_| Error::invalid(format!("{what} is not UTF-8")))
+    unsafe { CStr::from_ptr(p) }.to_str().map_err(|_| Error::invalid(format!("{what} is not UTF-8")))
 }
 
 /// `fc_module *fc_module_load_ptx(fc_cuda_ctx *ctx, const char *ptx)`
@@ -28,10 +26,7 @@ unsafe fn c_str<'a>(p: *const c_char, what: &str) -> Result<&'a str> {
 /// # Safety
 /// `ctx` is NULL or live; `ptx` is NULL or NUL-terminated.
 #[no_mangle]
-pub unsafe extern "C" fn fc_module_load_ptx(
-    ctx: *mut fc_cuda_ctx,
-    ptx: *const c_char,
-) -> *mut fc_module {
+pub unsafe extern "C" fn fc_module_load_ptx(ctx: *mut fc_cuda_ctx, ptx: *const c_char) -> *mut fc_module {
     handle_or_null(|| {
         // SAFETY: per this function's contract.
         let (h, text) = unsafe { (ctx_handle(ctx)?, c_str(ptx, "ptx")?) };
@@ -58,18 +53,10 @@ pub unsafe extern "C" fn fc_module_free(module: *mut fc_module) {
 /// # Safety
 /// `module` is NULL or live; `name` is NULL or NUL-terminated.
 #[no_mangle]
-pub unsafe extern "C" fn fc_module_get_kernel(
-    module: *const fc_module,
-    name: *const c_char,
-) -> *mut fc_kernel {
+pub unsafe extern "C" fn fc_module_get_kernel(module: *const fc_module, name: *const c_char) -> *mut fc_kernel {
     handle_or_null(|| {
         // SAFETY: per this function's contract.
-        let (m, name) = unsafe {
-            (
-                deref(module.cast::<Module>(), "module")?,
-                c_str(name, "name")?,
-            )
-        };
+        let (m, name) = unsafe { (deref(module.cast::<Module>(), "module")?, c_str(name, "name")?) };
         Ok(Box::into_raw(Box::new(m.kernel(name)?)).cast::<fc_kernel>())
     })
 }
@@ -94,11 +81,7 @@ pub unsafe extern "C" fn fc_kernel_free(kernel: *mut fc_kernel) {
 #[no_mangle]
 pub unsafe extern "C" fn fc_kernel_param_count(kernel: *const fc_kernel) -> c_int {
     // SAFETY: per this function's contract.
-    value(-1, || {
-        Ok(unsafe { deref(kernel.cast::<Kernel>(), "kernel") }?
-            .params()
-            .len() as c_int)
-    })
+    value(-1, || Ok(unsafe { deref(kernel.cast::<Kernel>(), "kernel") }?.params().len() as c_int))
 }
 
 /// `int fc_kernel_launch_ctx(...)`: see the header.
@@ -126,10 +109,7 @@ pub unsafe extern "C" fn fc_kernel_launch_ctx(
         let (h, k) = unsafe { (ctx_handle(ctx)?, deref(kernel.cast::<Kernel>(), "kernel")?) };
         let want = k.params().len();
         if nargs != want {
-            return Err(Error::invalid(format!(
-                "{}: {nargs} arguments given, the kernel takes {want}",
-                k.name()
-            )));
+            return Err(Error::invalid(format!("{}: {nargs} arguments given, the kernel takes {want}", k.name())));
         }
         if want > 0 && args.is_null() {
             return Err(Error::invalid("args is NULL"));
@@ -139,11 +119,7 @@ pub unsafe extern "C" fn fc_kernel_launch_ctx(
         if let Some(i) = slots.iter().position(|p| p.is_null()) {
             return Err(Error::invalid(format!("{}: args[{i}] is NULL", k.name())));
         }
-        let cfg = LaunchConfig {
-            grid: (grid_x, grid_y, grid_z),
-            block: (block_x, block_y, block_z),
-            shared_mem_bytes,
-        };
+        let cfg = LaunchConfig { grid: (grid_x, grid_y, grid_z), block: (block_x, block_y, block_z), shared_mem_bytes };
         // SAFETY: count and non-null entries checked; sizes per the contract.
         unsafe { k.launch_raw_on(&h.ctx, cfg, args) }
     })

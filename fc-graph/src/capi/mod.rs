@@ -50,9 +50,7 @@ pub fn status_code(e: &Error) -> c_int {
     let code = match e {
         Error::InvalidArgument(_) => header::FC_ERR_INVALID_ARGUMENT,
         Error::NoDriver(_) => header::FC_ERR_NO_DRIVER,
-        Error::Cuda { code, .. } if *code == cuda_sys::CUDA_ERROR_OUT_OF_MEMORY => {
-            header::FC_ERR_OUT_OF_MEMORY
-        }
+        Error::Cuda { code, .. } if *code == cuda_sys::CUDA_ERROR_OUT_OF_MEMORY => header::FC_ERR_OUT_OF_MEMORY,
         Error::Cuda { .. } => header::FC_ERR_CUDA,
         Error::WrongDevice(_) => header::FC_ERR_WRONG_DEVICE,
         Error::BufferTooSmall(_) => header::FC_ERR_BUFFER_TOO_SMALL,
