@@ -146,18 +146,6 @@ fn expect_err<T>(what: &str, r: fc_graph::Result<T>, ok: fn(&Error) -> bool, wan
     }
 }
 
-/// The reference's `break_here`: a break of `cap` while capturing, a plain
-/// call of `f` (with `live`) when no capture is given.
-fn break_here<L, F>(cap: &mut Option<&mut Capture<L>>, ctx: &Context, live: &L, f: F) -> fc_graph::Result<()>
-where
-    F: Fn(&Context, &L) -> fc_graph::Result<()> + Send + Sync + 'static,
-{
-    match cap {
-        Some(c) => c.brk(live, f),
-        None => f(ctx, live),
-    }
-}
-
 /// A break closure running `relu(src) -> dst` over `n` floats.
 fn relu_break(
     relu: &Kernel,
@@ -192,7 +180,7 @@ fn chain_forward(
     ctx.mul(x, &ws[0], &h, n)?;
     for w in &ws[1..] {
         let dst = alloc_f32(ctx, n)?;
-        break_here(&mut cap, ctx, &(), relu_break(relu, &h, &dst, n))?;
+        fc_graph::break_here(cap.as_deref_mut(), ctx, &(), relu_break(relu, &h, &dst, n))?;
         let next = alloc_f32(ctx, n)?;
         ctx.mul(&dst, w, &next, n)?;
         keep.push(h);
@@ -581,7 +569,7 @@ fn break_here_passthrough_when_inactive() -> TestResult {
     ensure!(!ctx.capture_open() && !ctx.is_capturing(), "fresh context reports a capture");
     let h = Arc::new(upload(&ctx, &hv)?);
     let dst = Arc::new(upload(&ctx, &vec![SENTINEL; n * d])?);
-    break_here::<(), _>(&mut None, &ctx, &(), relu_break(&relu_k, &h, &dst, n * d))?;
+    fc_graph::break_here::<(), _>(None, &ctx, &(), relu_break(&relu_k, &h, &dst, n * d))?;
     ctx.synchronize()?;
     assert_same("Rust pass-through relu output", &download(&dst, n * d)?, &want)
 }

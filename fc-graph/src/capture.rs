@@ -258,6 +258,19 @@ impl<L> Capture<L> {
     }
 }
 
+/// A break point for code that runs both under a capture and eagerly (a
+/// model's forward): with a capture, [`Capture::brk`]; without one, `f`
+/// runs right away with `live`.
+pub fn break_here<L, F>(capture: Option<&mut Capture<L>>, ctx: &Context, live: &L, f: F) -> Result<()>
+where
+    F: Fn(&Context, &L) -> Result<()> + Send + Sync + 'static,
+{
+    match capture {
+        Some(c) => c.brk(live, f),
+        None => f(ctx, live),
+    }
+}
+
 impl<L> Drop for Capture<L> {
     fn drop(&mut self) {
         if self.segment_open {

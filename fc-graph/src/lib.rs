@@ -26,7 +26,7 @@ pub mod ptx_params;
 
 pub use buffer::{DeviceBuffer, Origin};
 pub use builtins::BinaryOp;
-pub use capture::Capture;
+pub use capture::{break_here, Capture};
 pub use context::{CaptureMode, Context};
 pub use device::Device;
 pub use driver::driver;
