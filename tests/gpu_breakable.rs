@@ -919,7 +919,7 @@ fn ambient_ctx_rebinds_at_replay() -> TestResult {
     assert_same("replay with live scale 2.0", &download(&out, n)?, &expected(2.0))?;
 
     let seen = seen.lock().map_err(fail)?.clone();
-    let want = vec![(2.0, true, false, true), (5.0, false, false, false), (2.0, false, false, false)];
+    let want = vec![(2.0, true, false, true), (5.0, false, false, true), (2.0, false, false, true)];
     ensure!(seen == want, "break runs (live scale, capture_open, is_capturing, in_break): {seen:?}, want {want:?}");
     Ok(())
 }

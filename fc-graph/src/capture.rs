@@ -45,6 +45,9 @@ impl Context {
         if flags.capturing.is_some() {
             return Err(Error::capture_state("a capture is already open on this context"));
         }
+        if flags.in_break {
+            return Err(Error::capture_state("cannot begin a capture inside a break function"));
+        }
         self.begin_segment(mode)?;
         flags.capturing = Some(std::thread::current().id());
         Ok(Capture { ctx: self.clone(), mode, pieces: Vec::new(), segment_open: true, failed: None })
@@ -150,18 +153,21 @@ impl<L> Capture<L> {
             Ok(seg) => self.pieces.push(Pending::Segment(seg)),
             Err(e) => return Err(self.fail(e)),
         }
-        lock(&self.ctx.inner.flags).in_break = true;
-        let ran = f(&self.ctx, live);
-        lock(&self.ctx.inner.flags).in_break = false;
-        if let Err(e) = ran {
-            return Err(self.fail(Error::Callback(e.to_string())));
-        }
+        let ran = self.ctx.run_break(|| f(&self.ctx, live));
         self.pieces.push(Pending::Break(Box::new(f)));
+        // Reopen the next segment even after a failed break, so that work
+        // queued before `end` is recorded (and discarded), never run eagerly.
         if let Err(e) = self.ctx.begin_segment(self.mode) {
             return Err(self.fail(e));
         }
         self.segment_open = true;
-        Ok(())
+        ran.map_err(|e| {
+            let e = match e {
+                Error::Callback(_) => e,
+                other => Error::Callback(other.to_string()),
+            };
+            self.fail(e)
+        })
     }
 
     /// Ends the capture and instantiates every segment. On error nothing is

@@ -151,9 +151,25 @@ impl Context {
         f.capturing.is_some() && !f.in_break
     }
 
-    /// Whether a break function of this context's open capture is running.
+    /// Whether a break function of this context is running (while a
+    /// capture records it, or during a replay).
     pub fn in_break(&self) -> bool {
         lock(&self.inner.flags).in_break
+    }
+
+    /// Runs a break function with the context marked as inside a break (at
+    /// capture and at replay): nested breaks pass through and no capture
+    /// may begin meanwhile. The mark is restored even if `f` fails.
+    pub(crate) fn run_break<T>(&self, f: impl FnOnce() -> T) -> T {
+        let was = std::mem::replace(&mut lock(&self.inner.flags).in_break, true);
+        struct Restore<'a>(&'a Context, bool);
+        impl Drop for Restore<'_> {
+            fn drop(&mut self) {
+                lock(&self.0.inner.flags).in_break = self.1;
+            }
+        }
+        let _restore = Restore(self, was);
+        f()
     }
 
     /// Refuses stream-synchronous work while a capture is open.

@@ -166,7 +166,9 @@ impl<L> Graph<L> {
 
     /// Replays every piece in order on the context's stream: segments are
     /// launched (asynchronously), breaks run their function on this thread
-    /// with `live`. Returns before the device work finishes.
+    /// with `live`. Returns before the device work finishes. If a break
+    /// fails, the replay stops there: later pieces are not launched, work
+    /// already queued still runs.
     pub fn replay(&self, live: &L) -> Result<()> {
         self.ctx.ensure_not_capturing("replay a graph")?;
         let stream = self.ctx.raw_stream();
@@ -174,7 +176,7 @@ impl<L> Graph<L> {
             match piece {
                 Piece::Segment(Some(exec)) => exec.launch(stream)?,
                 Piece::Segment(None) | Piece::Reuse(_) => {}
-                Piece::Break(f) => f(&self.ctx, live)?,
+                Piece::Break(f) => self.ctx.run_break(|| f(&self.ctx, live))?,
             }
         }
         Ok(())

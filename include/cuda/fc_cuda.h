@@ -13,6 +13,9 @@
  *     refuse nor are invalidated by our calls.
  *   - Work is queued on the context's own non-blocking stream; launches
  *     are asynchronous unless stated otherwise.
+ *   - Queries given a NULL handle (fc_buffer_size, fc_graph_segment_count,
+ *     ...) return their documented fallback and record
+ *     FC_ERR_INVALID_ARGUMENT like any other failure.
  *
  * This header is checked against the library at build time: every function
  * declared here is exported by libfcgraph.so with exactly this signature.
@@ -88,7 +91,9 @@ size_t fc_buffer_size(const fc_buffer *buf);
 /* Device address, for passing to user kernels (0 for NULL). */
 uint64_t fc_buffer_device_ptr(const fc_buffer *buf);
 /* Blocking copies of `bytes` bytes to / from the start of the buffer,
- * ordered after the work queued on the buffer's context stream. */
+ * ordered after the work queued on the buffer's context stream.
+ * FC_ERR_BUFFER_TOO_SMALL when `bytes` exceeds the buffer; refused with
+ * FC_ERR_CAPTURE_STATE while the buffer's context captures. */
 int fc_buffer_upload(fc_buffer *buf, const void *src, size_t bytes);
 int fc_buffer_download(const fc_buffer *buf, void *dst, size_t bytes);
 /* Queues a byte fill of [offset, offset + len) on the context's stream
@@ -124,7 +129,8 @@ int fc_kernel_launch_ctx(fc_cuda_ctx *ctx, const fc_kernel *kernel,
  * begin opens a capture on the context's stream (THREAD_LOCAL mode unless
  * a mode is given); a second begin on a capturing context is refused.
  * end ends the capture and instantiates it, or returns NULL with the
- * reason; either way the stream is left out of capture. */
+ * reason; either way the stream is left out of capture. A capture that
+ * recorded nothing gives a valid graph whose launch does nothing. */
 int fc_graph_begin_ctx(fc_cuda_ctx *ctx);
 int fc_graph_begin_ctx_mode(fc_cuda_ctx *ctx, int mode);
 /* Like fc_graph_begin_ctx_mode; `capture_live` is the live pointer break
@@ -154,13 +160,18 @@ typedef int (*fc_break_fn)(fc_cuda_ctx *ctx, void *live, void *user);
 /* A break. While ctx captures: ends the current segment, runs fn once now,
  * records it and opens the next segment (N breaks give 2N+1 pieces).
  * Outside a capture, or while another break's function runs, it just calls
- * fn(ctx, NULL or the running break's live pointer, user). */
+ * fn(ctx, NULL or the running break's live pointer, user). If fn fails,
+ * FC_ERR_CALLBACK is returned and the capture is spoiled: fc_graph_end_ctx
+ * then returns NULL (work queued meanwhile is recorded, never run). */
 int fc_graph_break_ctx(fc_cuda_ctx *ctx, fc_break_fn fn, void *user);
 
 /* Replays the graph on its context's stream: segments are launched
  * asynchronously, break functions run on the calling thread with `live`.
  * fc_graph_launch(g) is fc_graph_launch_live(g, NULL). Returns once the
- * work is queued; use fc_sync_ctx to wait for it. */
+ * work is queued; use fc_sync_ctx to wait for it. If a break function
+ * fails (FC_ERR_CALLBACK), the replay stops there: later pieces are not
+ * launched; work already queued still runs. While a break function runs,
+ * fc_graph_begin_ctx on its context is refused. */
 int fc_graph_launch(fc_graph *graph);
 int fc_graph_launch_live(fc_graph *graph, void *live);
 /* Pieces in the graph (captured segments plus breaks), or -1 for NULL. */

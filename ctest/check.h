@@ -1,0 +1,264 @@
+/* check.h - tiny test harness shared by the C tests of libfcgraph.
+ *
+ * A test program is a list of cases; each case is a function
+ *     static void case_x(fc_cuda_ctx *ctx)
+ * run by CT_RUN(name, fn) with a fresh context on device 0, which is freed
+ * afterwards (freeing it also drops a capture a failed case left open).
+ * Inside a case, the CHECK* macros print "[FAIL] <case>: file:line: ..."
+ * with fc_last_error() and jump to the case's `done:` label, where it
+ * frees what it allocated (so declare handles NULL-initialised at the top).
+ *
+ * main() calls ct_init(argv[0]) first: when fc_cuda_init_device(0) returns
+ * NULL it prints "[SKIP] <fc_last_error()>" and exits 0. It ends with
+ * `return ct_finish();` (non-zero when a case failed).
+ */
+#ifndef FC_CTEST_CHECK_H
+#define FC_CTEST_CHECK_H
+
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/fc_cuda.h"
+
+static const char *ct_prog = "test";
+static const char *ct_case = "?";
+static int ct_case_failed;
+static int ct_passed, ct_failed, ct_skipped;
+
+static inline const char *ct_err(void)
+{
+    const char *e = fc_last_error();
+    return e ? e : "(null)";
+}
+
+/* Reports a failure of the current case (the first one only). */
+static inline void ct_fail_at(const char *file, int line, const char *detail)
+{
+    if (!ct_case_failed) {
+        printf("[FAIL] %s/%s: %s:%d: %s (fc_last_error: code %d \"%s\")\n", ct_prog, ct_case, file, line, detail,
+               fc_last_error_code(), ct_err());
+        fflush(stdout);
+    }
+    ct_case_failed = 1;
+}
+
+#define CT_FAILF(...)                                                      \
+    do {                                                                   \
+        char ct_buf_[768];                                                 \
+        snprintf(ct_buf_, sizeof ct_buf_, __VA_ARGS__);                    \
+        ct_fail_at(__FILE__, __LINE__, ct_buf_);                           \
+    } while (0)
+
+/* CHECK(cond): fails the case and jumps to `done` when cond is false. */
+#define CHECK(cond)                                                        \
+    do {                                                                   \
+        if (!(cond)) {                                                     \
+            ct_fail_at(__FILE__, __LINE__, "CHECK(" #cond ")");            \
+            goto done;                                                     \
+        }                                                                  \
+    } while (0)
+
+/* CHECK_MSG(cond, fmt, ...): as CHECK with a formatted detail. */
+#define CHECK_MSG(cond, ...)                                               \
+    do {                                                                   \
+        if (!(cond)) {                                                     \
+            CT_FAILF(__VA_ARGS__);                                         \
+            goto done;                                                     \
+        }                                                                  \
+    } while (0)
+
+/* CHECK_OK(call): the call returns FC_OK. */
+#define CHECK_OK(call)                                                     \
+    do {                                                                   \
+        int ct_rc_ = (call);                                               \
+        if (ct_rc_ != FC_OK) {                                             \
+            CT_FAILF("%s returned %d, expected FC_OK", #call, ct_rc_);     \
+            goto done;                                                     \
+        }                                                                  \
+    } while (0)
+
+/* CHECK_RC(call, code): the call returns `code`. */
+#define CHECK_RC(call, code)                                               \
+    do {                                                                   \
+        int ct_rc_ = (call);                                               \
+        if (ct_rc_ != (code)) {                                            \
+            CT_FAILF("%s returned %d, expected %s (%d)", #call, ct_rc_,    \
+                     #code, (int)(code));                                  \
+            goto done;                                                     \
+        }                                                                  \
+    } while (0)
+
+/* CHECK_NOTNULL(var = call): the handle is not NULL. */
+#define CHECK_NOTNULL(expr)                                                \
+    do {                                                                   \
+        if ((expr) == NULL) {                                              \
+            ct_fail_at(__FILE__, __LINE__, #expr " returned NULL");        \
+            goto done;                                                     \
+        }                                                                  \
+    } while (0)
+
+/* Prints a skip line for one case (the program still counts as run). */
+#define CT_SKIP_CASE(name, ...)                                            \
+    do {                                                                   \
+        char ct_buf_[512];                                                 \
+        snprintf(ct_buf_, sizeof ct_buf_, __VA_ARGS__);                    \
+        printf("[SKIP] %s/%s: %s\n", ct_prog, (name), ct_buf_);            \
+        fflush(stdout);                                                    \
+        ct_skipped++;                                                      \
+    } while (0)
+
+typedef void (*ct_case_fn)(fc_cuda_ctx *ctx);
+
+static inline void ct_run(const char *name, ct_case_fn fn)
+{
+    ct_case = name;
+    ct_case_failed = 0;
+    fc_cuda_ctx *ctx = fc_cuda_init_device(0);
+    if (!ctx) {
+        ct_fail_at(__FILE__, __LINE__, "fc_cuda_init_device(0) returned NULL");
+    } else {
+        fn(ctx);
+        fc_cuda_ctx_free(ctx);
+    }
+    if (ct_case_failed) {
+        ct_failed++;
+    } else {
+        printf("[PASS] %s/%s\n", ct_prog, name);
+        ct_passed++;
+    }
+    fflush(stdout);
+}
+
+#define CT_RUN(fn) ct_run(#fn, fn)
+
+static inline void ct_init(const char *argv0)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    const char *slash = strrchr(argv0, '/');
+    ct_prog = slash ? slash + 1 : argv0;
+    fc_cuda_ctx *probe = fc_cuda_init_device(0);
+    if (!probe) {
+        printf("[SKIP] %s: no CUDA device 0: %s\n", ct_prog, ct_err());
+        exit(0);
+    }
+    printf("%s: libfcgraph %s, %d CUDA device(s)\n", ct_prog, fc_version(), fc_cuda_device_count());
+    fc_cuda_ctx_free(probe);
+}
+
+static inline int ct_finish(void)
+{
+    printf("%s: %d passed, %d failed, %d skipped\n", ct_prog, ct_passed, ct_failed, ct_skipped);
+    return ct_failed ? 1 : 0;
+}
+
+/* ---- data helpers -------------------------------------------------------- */
+
+/* Deterministic xorshift32 generator (same sequence on every libc). */
+static uint32_t ct_rng_state = 0x12345678u;
+
+static inline void ct_seed(uint32_t s)
+{
+    ct_rng_state = s ? s : 0x9e3779b9u;
+}
+
+static inline uint32_t ct_rand_u32(void)
+{
+    uint32_t x = ct_rng_state;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    ct_rng_state = x;
+    return x;
+}
+
+/* A random float in [-4, -0.25] U [0.25, 4]: never zero, never tiny. */
+static inline float ct_rand_float(void)
+{
+    uint32_t r = ct_rand_u32();
+    float mag = 0.25f + 3.75f * (float)(r >> 8) / 16777216.0f;
+    return (r & 1u) ? -mag : mag;
+}
+
+static inline void ct_fill_random(float *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) v[i] = ct_rand_float();
+}
+
+static inline void ct_fill_value(float *v, size_t n, float x)
+{
+    for (size_t i = 0; i < n; i++) v[i] = x;
+}
+
+static inline uint32_t ct_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static inline float ct_from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* A quiet NaN with a recognisable payload, used to poison outputs. */
+#define CT_POISON_BITS 0x7fc0deadu
+
+static inline void ct_fill_poison(float *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) v[i] = ct_from_bits(CT_POISON_BITS);
+}
+
+/* Index of the first element where got != want (bit-exact, so a NaN never
+ * matches a number), or (size_t)-1 when all n match. */
+static inline size_t ct_first_mismatch(const float *got, const float *want, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ct_bits(got[i]) != ct_bits(want[i]) && !(got[i] == want[i])) return i;
+    return (size_t)-1;
+}
+
+/* CHECK_FLOATS(got, want, n, what): bit-exact compare (+0 == -0 allowed),
+ * reporting the first mismatch. */
+#define CHECK_FLOATS(got, want, n, what)                                   \
+    do {                                                                   \
+        size_t ct_i_ = ct_first_mismatch((got), (want), (n));              \
+        if (ct_i_ != (size_t)-1) {                                         \
+            CT_FAILF("%s: first mismatch at [%zu] of %zu: got %.9g "       \
+                     "(0x%08x), want %.9g (0x%08x)",                       \
+                     (what), ct_i_, (size_t)(n), (double)(got)[ct_i_],     \
+                     (unsigned)ct_bits((got)[ct_i_]),                      \
+                     (double)(want)[ct_i_],                                \
+                     (unsigned)ct_bits((want)[ct_i_]));                    \
+            goto done;                                                     \
+        }                                                                  \
+    } while (0)
+
+/* malloc that fails the case (via CHECK_NOTNULL at the call site). */
+static inline float *ct_floats(size_t n)
+{
+    return (float *)malloc((n ? n : 1) * sizeof(float));
+}
+
+/* Allocates a device buffer of n floats and uploads `host` into it (NULL on
+ * failure, with fc_last_error() set by the library). */
+static inline fc_buffer *ct_upload_new(fc_cuda_ctx *ctx, const float *host, size_t n)
+{
+    fc_buffer *b = fc_buffer_alloc_ctx(ctx, n * sizeof(float));
+    if (!b) return NULL;
+    if (host && fc_buffer_upload(b, host, n * sizeof(float)) != FC_OK) {
+        fc_buffer_free(b);
+        return NULL;
+    }
+    return b;
+}
+
+#endif /* FC_CTEST_CHECK_H */

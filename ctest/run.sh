@@ -1,0 +1,308 @@
+#!/usr/bin/env bash
+# ctest/run.sh - builds and runs the C test suite of libfcgraph.
+#
+#   ctest/run.sh [LIBDIR]            build (into ctest/build/) and run everything
+#   ctest/run.sh --build-only OUTDIR only build: OUTDIR/bin/<tests>, OUTDIR/lib/libfcgraph.so
+#                                    (+ OUTDIR/include and a copy of this script)
+#   ctest/run.sh --run-only DIR      run the prebuilt DIR/bin/* against DIR/lib
+#
+# The library comes from LIBDIR (libfc_graph.so or libfcgraph.so in it), else
+# $FC_LIBDIR, else `cargo build --release -p fc-graph` (target/release).
+# Checks: SONAME is libfcgraph.so; the header's fc_* functions and the .so's
+# exported fc_* symbols are the same set; the header compiles as C99
+# (-pedantic) and C++11 (-Wall -Wextra -Werror). Programs: the seed
+# ../shared/seeds/test_graph_capture_concurrency.c (if present; FC_SEED_RUNS=N
+# runs it N times) and ctest/test_*.c. A program that exits 0 printing
+# [SKIP] and no [PASS] counts as skipped. Last line:
+#   N passed, N failed, N skipped
+# Env: FC_SEED_RUNS (default 1), FC_TEST_TIMEOUT seconds per program (900),
+#      CC (gcc), CXX (g++).
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/.." && pwd)"
+CC="${CC:-gcc}"
+CXX="${CXX:-g++}"
+TESTS=(test_elementwise test_replay test_errors test_breakable test_user_kernel)
+SEED_NAME=test_graph_capture_concurrency
+SEED_SRC="$ROOT/../shared/seeds/$SEED_NAME.c"
+SEED_RUNS="${FC_SEED_RUNS:-1}"
+TIMEOUT_S="${FC_TEST_TIMEOUT:-900}"
+
+PASSED=0
+FAILED=0
+SKIPPED=0
+SUMMARY=()
+
+log() { printf '%s\n' "$*"; }
+section() { printf '\n== %s ==\n' "$*"; }
+record() { # record STATUS NAME [DETAIL]
+    local status=$1 name=$2 detail=${3:-}
+    case $status in
+    PASS) PASSED=$((PASSED + 1)) ;;
+    FAIL) FAILED=$((FAILED + 1)) ;;
+    SKIP) SKIPPED=$((SKIPPED + 1)) ;;
+    esac
+    SUMMARY+=("$(printf '%-4s  %-40s %s' "$status" "$name" "$detail")")
+}
+die() {
+    printf 'run.sh: %s\n' "$*" >&2
+    exit 2
+}
+usage() { sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+
+finish() {
+    section summary
+    local line
+    for line in "${SUMMARY[@]+"${SUMMARY[@]}"}"; do log "$line"; done
+    log "$PASSED passed, $FAILED failed, $SKIPPED skipped"
+    [[ $FAILED -eq 0 ]]
+}
+
+# ---- the library -------------------------------------------------------------
+
+lib_in() { # lib_in DIR -> path of the library in DIR
+    local f
+    for f in libfc_graph.so libfcgraph.so; do
+        if [[ -f "$1/$f" ]]; then
+            printf '%s\n' "$1/$f"
+            return 0
+        fi
+    done
+    return 1
+}
+
+locate_lib() { # locate_lib [LIBDIR] -> path of the built library
+    local dir=${1:-${FC_LIBDIR:-}}
+    if [[ -n $dir ]]; then
+        lib_in "$dir" || die "no libfc_graph.so or libfcgraph.so in $dir"
+        return 0
+    fi
+    command -v cargo >/dev/null || die "no LIBDIR, no FC_LIBDIR and no cargo to build the library"
+    log "building: cargo build --release -p fc-graph" >&2
+    (cd "$ROOT" && cargo build --release -p fc-graph) >&2 || die "cargo build --release -p fc-graph failed"
+    lib_in "${CARGO_TARGET_DIR:-$ROOT/target}/release" || die "cargo built no libfc_graph.so"
+}
+
+# ---- checks ------------------------------------------------------------------
+
+check_soname() { # check_soname LIB
+    local soname
+    if ! command -v readelf >/dev/null; then
+        record SKIP "soname" "readelf not found"
+        return 0
+    fi
+    soname=$(readelf -d "$1" | sed -n 's/.*(SONAME).*\[\(.*\)\].*/\1/p')
+    log "SONAME of $1: ${soname:-<none>}"
+    if [[ $soname == libfcgraph.so ]]; then
+        record PASS "soname" "libfcgraph.so"
+    else
+        record FAIL "soname" "is '${soname:-<none>}', want libfcgraph.so"
+    fi
+}
+
+header_functions() { # header_functions HEADER: fc_* functions it declares
+    # Preprocess (drops comments), then take identifiers followed by '('.
+    # The typedef (*fc_break_fn)(...) has ')' after the name and is skipped.
+    "$CC" -E -P -x c "$1" | grep -oE '\bfc_[A-Za-z0-9_]+[[:space:]]*\(' | sed 's/[[:space:](]//g' | sort -u
+}
+
+check_exports() { # check_exports LIB HEADER
+    local lib=$1 header=$2 tmp missing extra
+    if ! command -v nm >/dev/null || ! command -v "$CC" >/dev/null; then
+        record SKIP "exports == header" "nm or $CC not found"
+        return 0
+    fi
+    tmp=$(mktemp -d)
+    header_functions "$header" >"$tmp/declared"
+    nm -D --defined-only "$lib" | awk '{print $NF}' | sed 's/@.*//' | grep -E '^fc_' | sort -u >"$tmp/exported" || true
+    missing=$(comm -23 "$tmp/declared" "$tmp/exported" | tr '\n' ' ')
+    extra=$(comm -13 "$tmp/declared" "$tmp/exported" | tr '\n' ' ')
+    log "header declares $(wc -l <"$tmp/declared") fc_* functions; the library exports $(wc -l <"$tmp/exported") fc_* symbols"
+    rm -rf "$tmp"
+    if [[ -z $missing && -z $extra ]]; then
+        record PASS "exports == header"
+    else
+        [[ -n $missing ]] && log "  declared in the header but not exported: $missing"
+        [[ -n $extra ]] && log "  exported but not declared in the header: $extra"
+        record FAIL "exports == header" "missing: ${missing:-none}; undeclared: ${extra:-none}"
+    fi
+}
+
+check_header_compiles() { # check_header_compiles INCLUDE_DIR
+    local inc=$1 out
+    if out=$(printf '#include "cuda/fc_cuda.h"\nint fc_ctest_tu;\n' |
+        "$CC" -std=c99 -pedantic -Wall -Wextra -Werror -fsyntax-only -x c -I "$inc" - 2>&1); then
+        record PASS "header as C99 -pedantic"
+    else
+        log "$out"
+        record FAIL "header as C99 -pedantic"
+    fi
+    if ! command -v "$CXX" >/dev/null; then
+        record SKIP "header as C++11" "$CXX not found"
+        return 0
+    fi
+    if out=$(printf '#include "cuda/fc_cuda.h"\nstatic_assert(FC_OK == 0, "FC_OK");\nint fc_ctest_tu;\n' |
+        "$CXX" -std=c++11 -Wall -Wextra -Werror -fsyntax-only -x c++ -I "$inc" - 2>&1); then
+        record PASS "header as C++11"
+    else
+        log "$out"
+        record FAIL "header as C++11"
+    fi
+}
+
+# ---- building ----------------------------------------------------------------
+
+# build_all OUT LIB: copies LIB to OUT/lib/libfcgraph.so, runs the checks and
+# compiles every program into OUT/bin (rpath $ORIGIN/../lib).
+build_all() {
+    local out=$1 lib=$2 t
+    mkdir -p "$out/bin" "$out/lib"
+    if [[ ! "$lib" -ef "$out/lib/libfcgraph.so" ]]; then
+        rm -f "$out/lib/libfcgraph.so"
+        cp "$lib" "$out/lib/libfcgraph.so"
+    fi
+    log "library: $lib -> $out/lib/libfcgraph.so"
+
+    section checks
+    check_soname "$out/lib/libfcgraph.so"
+    check_exports "$out/lib/libfcgraph.so" "$ROOT/include/cuda/fc_cuda.h"
+    check_header_compiles "$ROOT/include"
+
+    section build
+    local link=(-L "$out/lib" -lfcgraph -lpthread -lm '-Wl,-rpath,$ORIGIN/../lib')
+    if [[ -f $SEED_SRC ]]; then
+        rm -f "$out/bin/$SEED_NAME"
+        log "$CC -std=c11 -O2 -Wall -Wextra -I include $SEED_SRC ... -o $out/bin/$SEED_NAME"
+        if "$CC" -std=c11 -O2 -Wall -Wextra -I "$ROOT/include" "$SEED_SRC" "${link[@]}" -o "$out/bin/$SEED_NAME"; then
+            record PASS "build $SEED_NAME"
+        else
+            record FAIL "build $SEED_NAME"
+        fi
+    else
+        log "no seed at $SEED_SRC; skipping it"
+    fi
+    for t in "${TESTS[@]}"; do
+        rm -f "$out/bin/$t"
+        log "$CC -std=c11 -O2 -Wall -Wextra -Werror -ffp-contract=off -I include ctest/$t.c ... -o $out/bin/$t"
+        if "$CC" -std=c11 -O2 -Wall -Wextra -Werror -ffp-contract=off -I "$ROOT/include" -I "$HERE" \
+            "$HERE/$t.c" "${link[@]}" -o "$out/bin/$t"; then
+            record PASS "build $t"
+        else
+            record FAIL "build $t"
+        fi
+    done
+}
+
+# ---- running -----------------------------------------------------------------
+
+# run_prog NAME BIN LOG: runs one program, classifies it, records it.
+run_prog() {
+    local name=$1 bin=$2 logf=$3 rc=0 cases
+    log ""
+    log "--- $name"
+    set +e
+    if command -v timeout >/dev/null; then
+        timeout "$TIMEOUT_S" "$bin" 2>&1 | tee "$logf"
+    else
+        "$bin" 2>&1 | tee "$logf"
+    fi
+    rc=${PIPESTATUS[0]}
+    set -e
+    local np nf ns
+    np=$(grep -c '^\[PASS\]' "$logf" || true)
+    nf=$(grep -c '^\[FAIL\]' "$logf" || true)
+    ns=$(grep -c '^\[SKIP\]' "$logf" || true)
+    cases="cases: $np passed, $nf failed, $ns skipped"
+    if [[ $rc -eq 124 ]]; then
+        record FAIL "$name" "timed out after ${TIMEOUT_S}s; $cases"
+    elif [[ $rc -ne 0 ]]; then
+        record FAIL "$name" "exit $rc; $cases"
+    elif [[ $nf -gt 0 ]]; then
+        record FAIL "$name" "exit 0 but printed [FAIL]; $cases"
+    elif [[ $np -gt 0 ]]; then
+        record PASS "$name" "$cases"
+    elif [[ $ns -gt 0 ]]; then
+        record SKIP "$name" "$(grep -m1 '^\[SKIP\]' "$logf" | cut -c1-100)"
+    else
+        record FAIL "$name" "exit 0 without a [PASS] or [SKIP] line"
+    fi
+}
+
+# run_all DIR: runs DIR/bin/* (seed FC_SEED_RUNS times), logs in DIR/logs.
+run_all() {
+    local dir=$1 logs t i ok before
+    logs="$dir/logs"
+    mkdir -p "$logs" 2>/dev/null && [[ -w $logs ]] || logs=$(mktemp -d)
+    section run
+    log "binaries: $dir/bin, logs: $logs"
+    if command -v ldd >/dev/null && [[ -x $dir/bin/${TESTS[0]} ]]; then
+        log "resolved: $(ldd "$dir/bin/${TESTS[0]}" | grep libfcgraph || echo 'libfcgraph not resolved')"
+    fi
+    if [[ -x $dir/bin/$SEED_NAME ]]; then
+        [[ $SEED_RUNS =~ ^[0-9]+$ ]] || die "FC_SEED_RUNS must be a number, got '$SEED_RUNS'"
+        ok=0
+        for ((i = 1; i <= SEED_RUNS; i++)); do
+            before=$PASSED
+            run_prog "$SEED_NAME [$i/$SEED_RUNS]" "$dir/bin/$SEED_NAME" "$logs/$SEED_NAME.$i.log"
+            [[ $PASSED -gt $before ]] && ok=$((ok + 1))
+        done
+        log "seed: $ok/$SEED_RUNS runs passed"
+    else
+        log "no seed binary ($SEED_NAME); skipping it"
+    fi
+    for t in "${TESTS[@]}"; do
+        if [[ -x $dir/bin/$t ]]; then
+            run_prog "$t" "$dir/bin/$t" "$logs/$t.log"
+        else
+            record FAIL "$t" "no binary $dir/bin/$t"
+        fi
+    done
+}
+
+# ---- main --------------------------------------------------------------------
+
+case "${1:-}" in
+-h | --help)
+    usage
+    exit 0
+    ;;
+--build-only)
+    [[ $# -eq 2 ]] || die "usage: ctest/run.sh --build-only OUTDIR"
+    mkdir -p "$2"
+    OUT="$(cd "$2" && pwd)"
+    LIB=$(locate_lib "")
+    build_all "$OUT" "$LIB"
+    mkdir -p "$OUT/include/cuda"
+    cp "$ROOT/include/cuda/fc_cuda.h" "$OUT/include/cuda/fc_cuda.h"
+    if [[ "$HERE/run.sh" != "$OUT/run.sh" ]]; then cp "$HERE/run.sh" "$OUT/run.sh"; fi
+    log "built into $OUT; run there with: $OUT/run.sh --run-only $OUT"
+    finish
+    ;;
+--run-only)
+    [[ $# -eq 2 ]] || die "usage: ctest/run.sh --run-only DIR"
+    DIR="$(cd "$2" && pwd)"
+    [[ -f $DIR/lib/libfcgraph.so ]] || die "no $DIR/lib/libfcgraph.so"
+    section checks
+    check_soname "$DIR/lib/libfcgraph.so"
+    for H in "$DIR/include/cuda/fc_cuda.h" "$ROOT/include/cuda/fc_cuda.h"; do
+        if [[ -f $H ]]; then
+            check_exports "$DIR/lib/libfcgraph.so" "$H"
+            break
+        fi
+    done
+    run_all "$DIR"
+    finish
+    ;;
+-*)
+    die "unknown option $1 (see --help)"
+    ;;
+*)
+    [[ $# -le 1 ]] || die "usage: ctest/run.sh [LIBDIR]"
+    OUT="$HERE/build"
+    LIB=$(locate_lib "${1:-}")
+    build_all "$OUT" "$LIB"
+    run_all "$OUT"
+    finish
+    ;;
+esac
