@@ -46,7 +46,51 @@ ROW_DOC = {
     "(captures/s, higher is better)",
     "multi_gpu_captures_per_s_2dev": "the same on devices 0 and 1 at once, one thread and context each "
     "(total captures/s, higher is better)",
+    "breakable_replay_6breaks_sync": "fc only: replay of 7 captured segments of 4 kernels split by 6 breaks "
+    "(each break runs one eager kernel) + stream synchronize (K = 28 graph + 6 eager kernels)",
+    "unbroken_plus_host_calls_sync": "fc only: the same 28 kernels as one unbroken graph, launched, then the "
+    "same 6 kernels as eager host calls + stream synchronize (identical device work)",
+    "breakable_replay_6breaks_host": "fc only: host time of the breakable replay (no synchronize)",
+    "unbroken_plus_host_calls_host": "fc only: host time of the launch + 6 host calls (no synchronize)",
+    "cost_per_break_us": "fc only: (median breakable_replay_6breaks_sync - median unbroken_plus_host_calls_sync) / 6; "
+    "its p10–p90 are those of the per-iteration paired differences / 6 (the two variants alternate)",
+    "cost_per_break_host_us": "fc only: the same from the host-only rows",
+    "pool_bytes_after_capture_1": "fc only: capture-pool bytes reserved after capturing a 4-layer forward "
+    "(d=512, d2=2048, intermediates dropped inside the capture) at 4096 rows on a fresh context",
+    "pool_bytes_after_capture_2": "fc only: the same after a second capture at 2048 rows (graphs and outputs kept)",
+    "pool_bytes_after_capture_3": "fc only: the same after a third capture at 4096 rows",
+    "pool_growth_2_over_1": "fc only: bytes capture 2 added / bytes capture 1 added",
+    "pool_growth_3_over_1": "fc only: bytes capture 3 added / bytes capture 1 added",
 }
+
+# Second table: fc-graph feature rows, each with its comparison partner (an
+# fc row of the same K) whose ratio is shown.
+FEATURE_ORDER = [
+    "recapture_update",
+    "breakable_replay_6breaks_sync",
+    "unbroken_plus_host_calls_sync",
+    "breakable_replay_6breaks_host",
+    "unbroken_plus_host_calls_host",
+    "cost_per_break_us",
+    "cost_per_break_host_us",
+    "pool_bytes_after_capture_1",
+    "pool_bytes_after_capture_2",
+    "pool_bytes_after_capture_3",
+    "pool_growth_2_over_1",
+    "pool_growth_3_over_1",
+]
+FEATURE_PARTNER = {
+    "recapture_update": "capture_instantiate",
+    "breakable_replay_6breaks_sync": "unbroken_plus_host_calls_sync",
+    "breakable_replay_6breaks_host": "unbroken_plus_host_calls_host",
+    "pool_bytes_after_capture_2": "pool_bytes_after_capture_1",
+    "pool_bytes_after_capture_3": "pool_bytes_after_capture_1",
+}
+# Rows only the features table shows (recapture_update is in both: vs raw in the main one).
+FEATURE_ONLY = set(FEATURE_ORDER) - {"recapture_update"}
+POOL_GOAL_ROWS = ("pool_growth_2_over_1", "pool_growth_3_over_1")
+POOL_GOAL_TEXT = "adds < max(2 MiB, 10% of capture 1's growth)"
+POOL_KERNELS = 16
 
 # (row, bound on fc/raw) goals; faster-than-PyTorch applies to every row with both.
 RAW_GOALS = {
@@ -55,10 +99,15 @@ RAW_GOALS = {
     "capture_instantiate": 1.10,
 }
 MULTI_GPU_GOAL = 1.8
+# Informational (not counted in the tally): (row, bound on fc/raw).
+RAW_INFO_GOALS = {
+    "recapture_update": 1.10,
+}
 
 # Rows each implementation produces when it runs (to tell "failed" from "not measured").
 EXPECTED = {
-    "fc": set(ROW_ORDER[:5]) | {"multi_gpu_captures_per_s_1dev", "multi_gpu_captures_per_s_2dev"},
+    "fc": set(ROW_ORDER[:5]) | {"recapture_update", "multi_gpu_captures_per_s_1dev",
+                                "multi_gpu_captures_per_s_2dev"},
     "raw": set(ROW_ORDER) - {"capture_instantiate_ctxmgr"},
     "torch": set(ROW_ORDER[:6]),
 }
@@ -66,6 +115,18 @@ EXPECTED = {
 
 def higher_is_better(row):
     return row.startswith("multi_gpu_captures_per_s")
+
+
+def better(new, old):
+    """Whether `new` is the better of two rounds of one row: the lower
+    median time, or the higher captures per second. The same rule applies
+    to every implementation (scripts/gpu-bench.sh runs each BENCH_ROUNDS
+    times, alternating)."""
+    for field, lower_is_better in (("median_us", True), ("captures_per_s", False)):
+        a, b = new.get(field), old.get(field)
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+            return a < b if lower_is_better else a > b
+    return False
 
 
 def load(path):
@@ -87,7 +148,9 @@ def load(path):
                     notes.append(line)
                     continue
                 if isinstance(obj, dict) and "row" in obj:
-                    rows[(str(obj["row"]), int(obj.get("kernels", 0)))] = obj
+                    key = (str(obj["row"]), int(obj.get("kernels", 0)))
+                    if key not in rows or better(obj, rows[key]):
+                        rows[key] = obj
                     continue
             notes.append(line)
     return rows, notes, None
@@ -106,13 +169,31 @@ def value(obj):
 def fmt_num(v):
     if v is None:
         return "—"
-    if v >= 1000:
+    a = abs(v)
+    if a >= 1000:
         return f"{v:,.0f}"
-    if v >= 100:
+    if a >= 100:
         return f"{v:.1f}"
-    if v >= 10:
+    if a >= 10:
         return f"{v:.2f}"
     return f"{v:.3f}"
+
+
+def num(obj, key):
+    """obj[key] as a float, or None when absent or not a number."""
+    if obj is None:
+        return None
+    v = obj.get(key)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return float(v)
+
+
+def fmt_mib(nbytes, signed=False):
+    if nbytes is None:
+        return "—"
+    mib = nbytes / (1 << 20)
+    return f"{mib:+.1f} MiB" if signed else f"{mib:.1f} MiB"
 
 
 def cell(obj, status, with_range, expected=True):
@@ -134,8 +215,10 @@ def cell(obj, status, with_range, expected=True):
             s += ")"
         return s
     s = fmt_num(v)
-    if with_range and "p10_us" in obj and "p90_us" in obj:
+    if with_range and num(obj, "p10_us") is not None and num(obj, "p90_us") is not None:
         s += f" ({fmt_num(float(obj['p10_us']))}–{fmt_num(float(obj['p90_us']))})"
+    if obj.get("note"):
+        s += f" [{obj['note']}]"
     return s
 
 
@@ -166,6 +249,13 @@ def goals_for(row, k, fc, raw, torch, data, status):
             r = fv / rv
             out.append((text, "met" if r <= bound else f"MISSED ({r:.2f}x)"))
 
+    if row in RAW_INFO_GOALS:
+        bound = RAW_INFO_GOALS[row]
+        text = f"within {bound:.2f}x raw (informational)"
+        if fv is not None and rv is not None and rv > 0:
+            r = fv / rv
+            out.append((text, "yes" if r <= bound else f"no ({r:.2f}x)"))
+
     if row == "multi_gpu_captures_per_s_2dev":
         text = f"2 dev ≥{MULTI_GPU_GOAL:.1f}x 1 dev"
         one = value(data["fc"].get(("multi_gpu_captures_per_s_1dev", k)))
@@ -194,6 +284,64 @@ def goals_for(row, k, fc, raw, torch, data, status):
     elif row in ROW_ORDER[:5] and fv is not None and status["torch"] != "ok":
         out.append(("faster than PyTorch", f"n/a (torch {status['torch']})"))
     return out
+
+
+def feature_cell(obj, status):
+    """The fc value of a feature row."""
+    if obj is None:
+        return "—" if status == "ok" else ("skipped" if status.startswith("skipped") else "FAILED")
+    if "skipped" in obj:
+        return f"skipped ({obj['skipped']})"
+    if "bytes" in obj:
+        s = fmt_mib(num(obj, "bytes"))
+        extra = []
+        if num(obj, "added_bytes") is not None:
+            extra.append(f"{fmt_mib(num(obj, 'added_bytes'), True)} this capture")
+        if obj.get("rows") is not None:
+            extra.append(f"{obj['rows']} rows")
+        return s + (f" ({'; '.join(extra)})" if extra else "")
+    if "fraction" in obj or "added_bytes" in obj:
+        f = num(obj, "fraction")
+        s = "—" if f is None else f"{100 * f:.1f}%"
+        return s + f" ({fmt_mib(num(obj, 'added_bytes'), True)} of {fmt_mib(num(obj, 'first_growth_bytes'))})"
+    return cell(obj, status, True)
+
+
+def feature_partner(row, k, fc_rows):
+    """(partner text, fc/partner ratio or None)."""
+    obj = fc_rows.get((row, k))
+    partner = FEATURE_PARTNER.get(row)
+    if partner is not None:
+        pobj = fc_rows.get((partner, k))
+        if "bytes" in (obj or {}) or "bytes" in (pobj or {}):
+            a, b = num(obj, "bytes"), num(pobj, "bytes")
+            return f"`{partner}` {fmt_mib(b)}", ratio(a, b)
+        return f"`{partner}` {cell(pobj, 'ok', False)}", ratio(value(obj), value(pobj))
+    if row.startswith("cost_per_break"):
+        src = (obj or {}).get("from", "breakable_replay_6breaks_sync")
+        base = (obj or {}).get("baseline", "unbroken_plus_host_calls_sync")
+        a, b = value(fc_rows.get((src, k))), value(fc_rows.get((base, k)))
+        return f"({fmt_num(a)} − {fmt_num(b)}) / {(obj or {}).get('breaks', 6)}", None
+    if row.startswith("unbroken_plus_host_calls"):
+        return "(baseline)", None
+    if row in POOL_GOAL_ROWS:
+        return f"capture 1 growth {fmt_mib(num(obj, 'first_growth_bytes'))}", None
+    return "", None
+
+
+def feature_goals(row, obj, status):
+    """(text, verdict) goals of a feature row, verdict in met/MISSED/n/a."""
+    if row not in POOL_GOAL_ROWS:
+        return []
+    if obj is None:
+        return [(POOL_GOAL_TEXT, "MISSED (no fc data" + ("" if status == "ok" else f"; fc {status}") + ")")]
+    if "skipped" in obj:
+        return [(POOL_GOAL_TEXT, f"n/a (skipped: {obj['skipped']})")]
+    added, bound = num(obj, "added_bytes"), num(obj, "bound_bytes")
+    if added is None or bound is None:
+        return [(POOL_GOAL_TEXT, "n/a (row lacks added_bytes/bound_bytes)")]
+    text = f"adds < {fmt_mib(bound)}"
+    return [(text, "met" if added < bound else f"MISSED ({fmt_mib(added, True)})")]
 
 
 def main():
@@ -230,7 +378,12 @@ def main():
 
     keys = set()
     for impl in IMPLS:
-        keys.update(data[impl].keys())
+        keys.update(rk for rk in data[impl].keys() if rk[0] not in FEATURE_ONLY)
+    feature_keys = {rk for rk in data["fc"].keys() if rk[0] in FEATURE_ORDER}
+    if any(rk[0] in FEATURE_ONLY for rk in feature_keys) or status["fc"] == "ok":
+        for row in POOL_GOAL_ROWS:  # goal rows: listed (as missing) even without data
+            if not any(rk[0] == row for rk in feature_keys):
+                feature_keys.add((row, POOL_KERNELS))
 
     def sort_key(rk):
         row, k = rk
@@ -270,6 +423,8 @@ def main():
         fv, rv, tv = value(fc), value(raw), value(torch)
         goals = goals_for(row, k, fc, raw, torch, data, status)
         for text, verdict in goals:
+            if "(informational)" in text:
+                continue
             head = verdict.split(" ")[0]
             tally[head if head in tally else "n/a"] += 1
             if head == "MISSED":
@@ -288,18 +443,44 @@ def main():
             L.append(f"| **{IMPL_NAMES[impl]} {status[impl]}** | | | | | | | |")
     L.append("")
 
+    L.append("## fc-graph features")
+    L.append("")
+    L.append("| row | K | fc | compared with (fc) | ratio | goal |")
+    L.append("|---|---:|---:|---|---:|---|")
+
+    def feature_sort_key(rk):
+        return (FEATURE_ORDER.index(rk[0]), rk[1])
+
+    for rk in sorted(feature_keys, key=feature_sort_key):
+        row, k = rk
+        obj = data["fc"].get(rk)
+        partner, r = feature_partner(row, k, data["fc"])
+        goals = feature_goals(row, obj, status["fc"])
+        for text, verdict in goals:
+            head = verdict.split(" ")[0]
+            tally[head if head in tally else "n/a"] += 1
+            if head == "MISSED":
+                missed.append(f"{row}: {text}: {verdict}")
+        goal_txt = "; ".join(f"{t}: {v}" for t, v in goals) if goals else ""
+        L.append(f"| {row} | {k} | {feature_cell(obj, status['fc'])} | {partner} | {fmt_ratio(r)} | {goal_txt} |")
+    if not feature_keys:
+        L.append("| (no feature rows) | | | | | |")
+    L.append("")
+
     L.append(f"**Goals:** {tally['met']} met, {tally['MISSED']} missed, {tally['n/a']} not measurable.")
     for m in missed:
         L.append(f"- MISSED: {m}")
     L.append("")
     L.append("Goals: fc `graph_launch_sync` ≤1.05x raw; fc `eager_enqueue_per_kernel` ≤1.10x raw; "
              "fc `capture_instantiate` ≤1.10x raw; fc faster than PyTorch on every row PyTorch has; "
-             f"fc 2-device captures/s ≥{MULTI_GPU_GOAL}x one device. Ratios are fc/other of the medians "
-             "(for captures/s rows a ratio above 1 is better).")
+             f"fc 2-device captures/s ≥{MULTI_GPU_GOAL}x one device; pool captures 2 and 3 each add less than "
+             "max(2 MiB, 10% of capture 1's growth). Ratios are fc/other of the medians "
+             "(for captures/s rows a ratio above 1 is better). Informational, not counted: fc `recapture_update` "
+             "within 1.10x raw. In the features table the ratio is fc row / its fc partner (the same K).")
     L.append("")
     L.append("Rows:")
-    for row in ROW_ORDER:
-        if any(rk[0] == row for rk in keys):
+    for row in ROW_ORDER + [r for r in FEATURE_ORDER if r not in ROW_ORDER]:
+        if any(rk[0] == row for rk in keys | feature_keys):
             L.append(f"- `{row}`: {ROW_DOC[row]}")
     L.append("")
 

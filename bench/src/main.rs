@@ -15,6 +15,24 @@
 //! | `multi_gpu_captures_per_s_1dev`  | capture+instantiate+launch+sync of K=26 in a loop, device 0 |
 //! | `multi_gpu_captures_per_s_2dev`  | the same on devices 0 and 1 at once, one thread each       |
 //!
+//! fc-graph feature rows (after the rows above; alone with `--features-only`):
+//!
+//! | row                              | what is measured                                           |
+//! |----------------------------------|------------------------------------------------------------|
+//! | `recapture_update`               | begin capture, K enqueues, `end_update` into the existing  |
+//! |                                  | graph (`cuGraphExecUpdate`), host clock                    |
+//! | `breakable_replay_6breaks_sync`  | replay of 7 segments of 4 kernels split by 6 breaks (each  |
+//! |                                  | break one eager kernel) + stream synchronize               |
+//! | `unbroken_plus_host_calls_sync`  | the same 28 kernels as one graph, launched, then the same  |
+//! |                                  | 6 kernels as eager host calls + stream synchronize         |
+//! | `breakable_replay_6breaks_host`  | the breakable replay alone (no synchronize)                |
+//! | `unbroken_plus_host_calls_host`  | launch + the 6 host calls alone (no synchronize)           |
+//! | `cost_per_break_us`              | (median sync A - median sync B) / 6, in microseconds       |
+//! | `cost_per_break_host_us`         | (median host A - median host B) / 6, in microseconds       |
+//! | `pool_bytes_after_capture_{1,2,3}` | capture pool bytes after capturing a 4-layer forward     |
+//! |                                  | (d=512, d2=2048) at 4096, then 2048, then 4096 rows        |
+//! | `pool_growth_{2,3}_over_1`       | bytes capture 2 (3) added / bytes capture 1 added          |
+//!
 //! Without a usable CUDA driver it prints `[SKIP] no usable CUDA driver: <reason>`
 //! and exits 0.
 
@@ -23,10 +41,25 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use fc_graph::{CaptureMode, Context, Device, DeviceBuffer, Graph, Result};
+use fc_graph::{CaptureMode, Context, Device, DeviceBuffer, Error, Graph, Result, UpdateReport};
 
 const IMPL: &str = "fc";
 const MULTI_GPU_KERNELS: usize = 26;
+
+/// Breakable-replay rows: `BREAKS` breaks split the chain into
+/// `BREAKS + 1` segments of `SEGMENT_KERNELS` kernels (add+mul pairs).
+const BREAKS: usize = 6;
+const SEGMENT_KERNELS: usize = 4;
+/// Default timed iterations of the breakable-replay rows (small numbers).
+const BREAK_ITERS: usize = 500;
+
+/// Pool-growth rows: the forward's widths and depth, and its row counts.
+const POOL_D: usize = 512;
+const POOL_D2: usize = 2048;
+const POOL_LAYERS: usize = 4;
+const POOL_ROWS: [usize; 3] = [4096, 2048, 4096];
+const POOL_ROWS_QUICK: [usize; 3] = [512, 256, 512];
+const MIB: f64 = (1u64 << 20) as f64;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -44,7 +77,8 @@ struct Args {
     /// Untimed warm-up iterations before each measured row.
     #[arg(long, default_value_t = 5)]
     warmup: usize,
-    /// Timed iterations per row; 0 means 50 for K <= 260 and 20 above.
+    /// Timed iterations per row; 0 means 50 for K <= 260 and 20 above
+    /// (500 for the breakable-replay rows).
     #[arg(long, default_value_t = 0)]
     iters: usize,
     /// Device for the single-device rows.
@@ -56,9 +90,27 @@ struct Args {
     /// Skip the multi-GPU rows.
     #[arg(long)]
     no_multi_gpu: bool,
-    /// Smoke mode: K=26 only, 2 warm-ups, 5 iterations, 0.1 s multi-GPU.
+    /// Smoke mode: K=26 only, 2 warm-ups, 5 iterations, 0.1 s multi-GPU,
+    /// pool-growth captures of 512/256/512 rows.
     #[arg(long)]
     quick: bool,
+    /// Run only the fc-graph feature rows (recapture_update, breakable
+    /// replay, pool growth), not the eager/graph/capture/multi-GPU rows.
+    #[arg(long)]
+    features_only: bool,
+}
+
+impl Args {
+    /// Timed iterations of the K-kernel rows.
+    fn iters_for(&self, k: usize) -> usize {
+        if self.iters > 0 {
+            self.iters
+        } else if k <= 260 {
+            50
+        } else {
+            20
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -124,23 +176,19 @@ fn run(args: &Args) -> Result<()> {
         if cfg!(debug_assertions) { "DEBUG (numbers not representative)" } else { "release" },
     );
 
-    let chain = Chain::new(Context::new(args.device)?, args.n)?;
-    for &k in &args.kernels {
-        let iters = if args.iters > 0 {
-            args.iters
-        } else if k <= 260 {
-            50
-        } else {
-            20
-        };
-        bench_k(&chain, k, args.warmup, iters)?;
-    }
-    drop(chain);
+    if !args.features_only {
+        let chain = Chain::new(Context::new(args.device)?, args.n)?;
+        for &k in &args.kernels {
+            bench_k(&chain, k, args.warmup, args.iters_for(k))?;
+        }
+        drop(chain);
 
-    if !args.no_multi_gpu {
-        bench_multi_gpu(args)?;
+        if !args.no_multi_gpu {
+            bench_multi_gpu(args)?;
+        }
     }
-    Ok(())
+
+    bench_features(args)
 }
 
 // ---------------------------------------------------------------------------
@@ -199,16 +247,27 @@ impl Chain {
 
     /// After one chain of K kernels from `reset()`, x == K/2 everywhere.
     fn check(&self, k: usize, what: &str) -> Result<()> {
+        self.check_x((k / 2) as f32, what, k)
+    }
+
+    /// Exits the process unless x == `want` everywhere.
+    fn check_x(&self, want: f32, what: &str, k: usize) -> Result<()> {
         self.ctx.synchronize()?;
         let mut h = vec![0.0f32; self.n];
         self.x.download(&mut h)?;
-        let want = (k / 2) as f32;
         if let Some(i) = h.iter().position(|&v| v != want) {
             eprintln!("[fc] FATAL wrong result after {what}, K={k}: x[{i}] = {}, want {want}", h[i]);
             std::process::exit(1);
         }
         eprintln!("[fc] check {what} K={k}: ok (x == {want})");
         Ok(())
+    }
+
+    /// The breaks' kernel, `x = x + y` (x += 1 after `reset()`), enqueued
+    /// on `ctx`'s stream.
+    #[inline]
+    fn break_kernel(&self, ctx: &Context) -> Result<()> {
+        ctx.add(&self.x, &self.y, &self.x, self.n)
     }
 }
 
@@ -228,14 +287,33 @@ fn percentile(v: &[f64], q: f64) -> f64 {
 }
 
 fn emit_row(row: &str, kernels: usize, us: &mut [f64]) {
+    emit_row_with(row, kernels, us, "");
+}
+
+/// Sorts `us`, prints its row with `extra` (`,"key":value...`) appended to
+/// the JSON object, and returns the median.
+fn emit_row_with(row: &str, kernels: usize, us: &mut [f64], extra: &str) -> f64 {
     us.sort_by(f64::total_cmp);
     let (med, p10, p90) = (percentile(us, 0.5), percentile(us, 0.1), percentile(us, 0.9));
+    print_row(row, kernels, med, p10, p90, us.len(), extra);
+    med
+}
+
+fn build_kind() -> &'static str {
+    if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    }
+}
+
+/// One JSON row of the common schema, `extra` appended before the closing brace.
+fn print_row(row: &str, kernels: usize, med: f64, p10: f64, p90: f64, n: usize, extra: &str) {
     println!(
-        "{{\"impl\":\"{IMPL}\",\"row\":\"{row}\",\"kernels\":{kernels},\"median_us\":{med:.3},\"p10_us\":{p10:.3},\"p90_us\":{p90:.3},\"n\":{},\"build\":\"{}\"}}",
-        us.len(),
-        if cfg!(debug_assertions) { "debug" } else { "release" },
+        "{{\"impl\":\"{IMPL}\",\"row\":\"{row}\",\"kernels\":{kernels},\"median_us\":{med:.3},\"p10_us\":{p10:.3},\"p90_us\":{p90:.3},\"n\":{n},\"build\":\"{}\"{extra}}}",
+        build_kind(),
     );
-    eprintln!("[fc] {row:<26} K={kernels:<5} median {med:10.3} us  (p10 {p10:10.3}, p90 {p90:10.3}, n={})", us.len());
+    eprintln!("[fc] {row:<26} K={kernels:<5} median {med:10.3} us  (p10 {p10:10.3}, p90 {p90:10.3}, n={n})");
 }
 
 #[inline]
@@ -378,5 +456,303 @@ fn bench_multi_gpu(args: &Args) -> Result<()> {
         per[0], per[1]
     );
     eprintln!("[fc] multi_gpu 2 devices: {two:.1} captures/s ({:.1} + {:.1}), {ratio:.2}x one device", per[0], per[1]);
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// fc-graph features: re-capture + in-place update, breakable replay, pool growth
+
+fn bench_features(args: &Args) -> Result<()> {
+    let chain = Chain::new(Context::new(args.device)?, args.n)?;
+    for &k in &args.kernels {
+        bench_recapture_update(&chain, k, args.warmup, args.iters_for(k))?;
+    }
+    let iters = if args.iters > 0 { args.iters } else { BREAK_ITERS };
+    bench_breakable(&chain, args.warmup, iters)?;
+    drop(chain);
+    bench_pool_growth(args)
+}
+
+/// Re-captures the K kernels into `g` (updated in place where the driver can).
+#[inline]
+fn recapture_update(c: &Chain, g: &mut Graph<()>, k: usize) -> Result<UpdateReport> {
+    let cap = c.ctx.begin_capture(CaptureMode::ThreadLocal)?;
+    c.enqueue(k)?;
+    cap.end_update(g)
+}
+
+/// `recapture_update`: begin capture, K enqueues, `end_update` into the
+/// graph of an earlier capture of the same chain (host clock, end to end;
+/// includes destroying the re-captured source graph).
+fn bench_recapture_update(c: &Chain, k: usize, warmup: usize, iters: usize) -> Result<()> {
+    let mut g = c.capture(k)?;
+    let first = recapture_update(c, &mut g, k)?;
+    let in_place = first.updated == 1;
+    if !in_place {
+        eprintln!(
+            "[fc] recapture_update K={k}: end_update reported {} updated, {} instantiated: driver lacks in-place update",
+            first.updated, first.instantiated
+        );
+    }
+    for _ in 0..warmup {
+        recapture_update(c, &mut g, k)?;
+    }
+    let mut a = vec![0.0f64; iters];
+    let mut all_in_place = in_place;
+    for slot in a.iter_mut() {
+        let t0 = Instant::now();
+        let rep = recapture_update(c, &mut g, k)?;
+        let t1 = Instant::now();
+        all_in_place &= rep.updated == 1;
+        *slot = us_since(t0, t1);
+    }
+    let mut extra = format!(",\"updated\":{},\"instantiated\":{}", first.updated, first.instantiated);
+    if !in_place {
+        extra.push_str(",\"note\":\"driver lacks in-place update\"");
+    } else if !all_in_place {
+        extra.push_str(",\"note\":\"some timed re-captures were instantiated anew\"");
+    }
+    emit_row_with("recapture_update", k, &mut a, &extra);
+    c.reset()?;
+    g.launch()?;
+    c.check(k, "updated graph")
+}
+
+/// The breakable chain: `BREAKS + 1` segments of `SEGMENT_KERNELS` chain
+/// kernels, each break one eager `x = x + y` on the live chain.
+fn capture_breakable(c: &Chain) -> Result<Graph<Chain>> {
+    let mut cap = c.ctx.begin_breakable::<Chain>(CaptureMode::ThreadLocal)?;
+    c.enqueue(SEGMENT_KERNELS)?;
+    for _ in 0..BREAKS {
+        cap.brk(c, |ctx: &Context, live: &Chain| live.break_kernel(ctx))?;
+        c.enqueue(SEGMENT_KERNELS)?;
+    }
+    cap.end()
+}
+
+/// The baseline: one graph of the same segment kernels, then the breaks'
+/// kernels as eager host calls.
+#[inline]
+fn run_unbroken(c: &Chain, g: &Graph<()>) -> Result<()> {
+    g.launch()?;
+    for _ in 0..BREAKS {
+        c.break_kernel(&c.ctx)?;
+    }
+    Ok(())
+}
+
+/// Sorted-percentile summary of `v` (sorted in place): (median, p10, p90).
+fn summary(v: &mut [f64]) -> (f64, f64, f64) {
+    v.sort_by(f64::total_cmp);
+    (percentile(v, 0.5), percentile(v, 0.1), percentile(v, 0.9))
+}
+
+/// A: replay of the 6-break chain; B: the same kernels as one unbroken
+/// graph plus the 6 break kernels as host calls. A and B alternate within
+/// each iteration (order swapped every iteration). The cost per break is
+/// (median A - median B) / 6; its p10/p90 are those of the per-iteration
+/// paired differences (A_i - B_i) / 6.
+fn bench_breakable(c: &Chain, warmup: usize, iters: usize) -> Result<()> {
+    let graph_kernels = SEGMENT_KERNELS * (BREAKS + 1);
+    let kernels = graph_kernels + BREAKS;
+    let want = (graph_kernels / 2 + BREAKS) as f32;
+
+    let broken = capture_breakable(c)?;
+    if broken.break_count() != BREAKS || broken.segment_count() != 2 * BREAKS + 1 {
+        return Err(Error::InvalidArgument(format!(
+            "breakable capture has {} pieces and {} breaks, want {} and {BREAKS}",
+            broken.segment_count(),
+            broken.break_count(),
+            2 * BREAKS + 1
+        )));
+    }
+    let unbroken = c.capture(graph_kernels)?;
+    c.reset()?;
+    broken.replay(c)?;
+    c.check_x(want, "breakable replay (6 breaks)", kernels)?;
+    c.reset()?;
+    run_unbroken(c, &unbroken)?;
+    c.check_x(want, "unbroken graph + host calls", kernels)?;
+
+    for _ in 0..warmup {
+        broken.replay(c)?;
+        c.ctx.synchronize()?;
+        run_unbroken(c, &unbroken)?;
+        c.ctx.synchronize()?;
+    }
+    let (mut a_host, mut a_sync) = (vec![0.0f64; iters], vec![0.0f64; iters]);
+    let (mut b_host, mut b_sync) = (vec![0.0f64; iters], vec![0.0f64; iters]);
+    for i in 0..iters {
+        for pass in 0..2 {
+            if (pass == 0) == (i % 2 == 0) {
+                let t0 = Instant::now();
+                broken.replay(c)?;
+                let t1 = Instant::now();
+                c.ctx.synchronize()?;
+                let t2 = Instant::now();
+                a_host[i] = us_since(t0, t1);
+                a_sync[i] = us_since(t0, t2);
+            } else {
+                let t0 = Instant::now();
+                run_unbroken(c, &unbroken)?;
+                let t1 = Instant::now();
+                c.ctx.synchronize()?;
+                let t2 = Instant::now();
+                b_host[i] = us_since(t0, t1);
+                b_sync[i] = us_since(t0, t2);
+            }
+        }
+    }
+    let per = BREAKS as f64;
+    let mut d_sync: Vec<f64> = a_sync.iter().zip(&b_sync).map(|(a, b)| (a - b) / per).collect();
+    let mut d_host: Vec<f64> = a_host.iter().zip(&b_host).map(|(a, b)| (a - b) / per).collect();
+
+    let a_extra = format!(
+        ",\"segments\":{},\"breaks\":{BREAKS},\"graph_kernels\":{graph_kernels},\"break_kernels\":{BREAKS}",
+        BREAKS + 1
+    );
+    let b_extra = format!(",\"graph_kernels\":{graph_kernels},\"host_kernels\":{BREAKS}");
+    let a_sync_med = emit_row_with("breakable_replay_6breaks_sync", kernels, &mut a_sync, &a_extra);
+    let b_sync_med = emit_row_with("unbroken_plus_host_calls_sync", kernels, &mut b_sync, &b_extra);
+    let a_host_med = emit_row_with("breakable_replay_6breaks_host", kernels, &mut a_host, &a_extra);
+    let b_host_med = emit_row_with("unbroken_plus_host_calls_host", kernels, &mut b_host, &b_extra);
+
+    for (row, a_med, b_med, d, a_row, b_row) in [
+        (
+            "cost_per_break_us",
+            a_sync_med,
+            b_sync_med,
+            &mut d_sync,
+            "breakable_replay_6breaks_sync",
+            "unbroken_plus_host_calls_sync",
+        ),
+        (
+            "cost_per_break_host_us",
+            a_host_med,
+            b_host_med,
+            &mut d_host,
+            "breakable_replay_6breaks_host",
+            "unbroken_plus_host_calls_host",
+        ),
+    ] {
+        let (paired_med, p10, p90) = summary(d);
+        let cost = (a_med - b_med) / per;
+        let extra = format!(
+            ",\"breaks\":{BREAKS},\"from\":\"{a_row}\",\"baseline\":\"{b_row}\",\"paired_median_us\":{paired_med:.3}"
+        );
+        print_row(row, kernels, cost, p10, p90, d.len(), &extra);
+    }
+    Ok(())
+}
+
+/// One capture of the pool forward at `n` rows (the context is capturing):
+/// per layer `h = xin * w1` (n x d2), `h[..n*d] += x`, `dst = h * w1`
+/// (n x d2), `x' = dst * w2` (n x d); h and dst are dropped inside the
+/// capture (their pool blocks return for reuse), as is the previous x.
+/// Returns the last x.
+fn pool_forward(
+    ctx: &Context,
+    xin: &DeviceBuffer,
+    w1: &DeviceBuffer,
+    w2: &DeviceBuffer,
+    n: usize,
+) -> Result<DeviceBuffer> {
+    let (nd, nd2) = (n * POOL_D, n * POOL_D2);
+    let mut x: Option<DeviceBuffer> = None;
+    for _ in 0..POOL_LAYERS {
+        let h = ctx.alloc(nd2 * 4)?;
+        ctx.mul(xin, w1, &h, nd2)?;
+        ctx.add(&h, x.as_ref().unwrap_or(xin), &h, nd)?;
+        let dst = ctx.alloc(nd2 * 4)?;
+        ctx.mul(&h, w1, &dst, nd2)?;
+        drop(h);
+        let next = ctx.alloc(nd * 4)?;
+        ctx.mul(&dst, w2, &next, nd)?;
+        drop(dst);
+        x = Some(next); // the previous x returns to the pool here
+    }
+    x.ok_or_else(|| Error::InvalidArgument("pool forward of 0 layers".into()))
+}
+
+/// Pool bytes after each of three captures of the forward (4096, 2048,
+/// 4096 rows) on a fresh context; graphs and outputs stay alive throughout.
+fn bench_pool_growth(args: &Args) -> Result<()> {
+    let rows = if args.quick { POOL_ROWS_QUICK } else { POOL_ROWS };
+    let max_rows = rows.iter().copied().max().unwrap_or(1);
+    let (xin_v, w1_v, w2_v) = (1.0f32, 1.0f32, 0.25f32);
+    let kernels = 4 * POOL_LAYERS;
+
+    let ctx = Context::new(args.device)?;
+    let xin = ctx.alloc(max_rows * POOL_D2 * 4)?;
+    xin.upload(&vec![xin_v; max_rows * POOL_D2])?;
+    let w1 = ctx.alloc(max_rows * POOL_D2 * 4)?;
+    w1.upload(&vec![w1_v; max_rows * POOL_D2])?;
+    let w2 = ctx.alloc(max_rows * POOL_D * 4)?;
+    w2.upload(&vec![w2_v; max_rows * POOL_D])?;
+    // The same f32 operations on the host (every element is equal).
+    let mut want = xin_v;
+    for _ in 0..POOL_LAYERS {
+        let h = xin_v * w1_v + want;
+        want = (h * w1_v) * w2_v;
+    }
+
+    let baseline = ctx.pool_reserved_bytes();
+    let mut kept: Vec<(Graph<()>, DeviceBuffer)> = Vec::new();
+    let mut added = [0i64; 3];
+    for (i, &n) in rows.iter().enumerate() {
+        let before = ctx.pool_reserved_bytes();
+        let t0 = Instant::now();
+        let cap = ctx.begin_capture(CaptureMode::ThreadLocal)?;
+        let out = pool_forward(&ctx, &xin, &w1, &w2, n)?;
+        let graph = cap.end()?;
+        let t1 = Instant::now();
+        graph.launch()?;
+        ctx.synchronize()?;
+        let mut h = vec![0.0f32; n * POOL_D];
+        out.download(&mut h)?;
+        if let Some(j) = h.iter().position(|&v| v != want) {
+            eprintln!("[fc] FATAL wrong result of pool capture {} (n={n}): out[{j}] = {}, want {want}", i + 1, h[j]);
+            std::process::exit(1);
+        }
+        let after = ctx.pool_reserved_bytes();
+        added[i] = after as i64 - before as i64;
+        let capture_us = us_since(t0, t1);
+        println!(
+            "{{\"impl\":\"{IMPL}\",\"row\":\"pool_bytes_after_capture_{}\",\"kernels\":{kernels},\"median_us\":null,\"bytes\":{after},\"mib\":{:.3},\"added_bytes\":{},\"baseline_bytes\":{baseline},\"rows\":{n},\"d\":{POOL_D},\"d2\":{POOL_D2},\"layers\":{POOL_LAYERS},\"capture_us\":{capture_us:.3},\"build\":\"{}\"}}",
+            i + 1,
+            after as f64 / MIB,
+            added[i],
+            build_kind(),
+        );
+        eprintln!(
+            "[fc] pool after capture {} (n={n}): {:.3} MiB reserved ({:+.3} MiB; capture+instantiate {capture_us:.1} us; output ok)",
+            i + 1,
+            after as f64 / MIB,
+            added[i] as f64 / MIB
+        );
+        kept.push((graph, out));
+    }
+
+    let first = added[0];
+    let bound = ((2u64 << 20) as i64).max(first / 10);
+    for (i, &add) in added.iter().enumerate().skip(1) {
+        let fraction = if first > 0 { format!("{:.4}", add as f64 / first as f64) } else { "null".to_string() };
+        let met = add < bound;
+        println!(
+            "{{\"impl\":\"{IMPL}\",\"row\":\"pool_growth_{}_over_1\",\"kernels\":{kernels},\"median_us\":null,\"fraction\":{fraction},\"added_bytes\":{},\"first_growth_bytes\":{first},\"bound_bytes\":{bound},\"goal_met\":{met},\"build\":\"{}\"}}",
+            i + 1,
+            add,
+            build_kind(),
+        );
+        eprintln!(
+            "[fc] pool capture {} added {:.3} MiB = {fraction} of capture 1's {:.3} MiB (bound {:.3} MiB): {}",
+            i + 1,
+            add as f64 / MIB,
+            first as f64 / MIB,
+            bound as f64 / MIB,
+            if met { "met" } else { "MISSED" }
+        );
+    }
+    drop(kept);
     Ok(())
 }

@@ -110,7 +110,8 @@ impl Driver {
             // documented way to use libcuda and it has no other preconditions.
             match unsafe { Library::new(path) } {
                 Ok(lib) => return Self::from_library(lib, path),
-                Err(e) => reasons.push(format!("{path}: {e}")),
+                // libloading's message names the path already.
+                Err(e) => reasons.push(e.to_string()),
             }
         }
         Err(LoadError::LibraryNotFound { tried: candidates.join(", "), reason: reasons.join("; ") })

@@ -8,7 +8,7 @@ use cuda_sys::*;
 use crate::context::{lock, CaptureMode, Context};
 use crate::driver::check;
 use crate::error::{Error, Result};
-use crate::graph::{BreakFn, Graph, GraphExec, Piece, UpdateReport};
+use crate::graph::{destroy_graph, BreakFn, Graph, GraphExec, Piece, UpdateReport};
 
 /// A piece recorded by an open capture. Segments stay raw graphs until the
 /// capture ends, so [`Capture::end_update`] can update any of them in place.
@@ -93,19 +93,9 @@ impl Context {
     }
 
     fn destroy_graph(&self, graph: Option<CUgraph>) {
-        let Some(g) = graph else { return };
-        let _ = self.shielded(|d| {
-            // SAFETY: a graph we own, destroyed once; executables made from it
-            // do not need it.
-            check("cuGraphDestroy", unsafe { (d.cuGraphDestroy)(g) })
-        });
-    }
-
-    /// Instantiates `g` and destroys it.
-    fn instantiate(&self, g: CUgraph) -> Result<GraphExec> {
-        let exec = GraphExec::instantiate(self.raw_context(), g);
-        self.destroy_graph(Some(g));
-        exec
+        if let Some(g) = graph {
+            destroy_graph(self.raw_context(), g);
+        }
     }
 }
 
@@ -178,7 +168,7 @@ impl<L> Capture<L> {
         let mut failure = None;
         for p in pieces {
             built.push(match p {
-                Pending::Segment(Some(g)) => match self.ctx.instantiate(g) {
+                Pending::Segment(Some(g)) => match GraphExec::instantiate(self.ctx.raw_context(), g) {
                     Ok(e) => Piece::Segment(Some(e)),
                     Err(e) => {
                         failure.get_or_insert(e);
@@ -225,12 +215,11 @@ impl<L> Capture<L> {
             built.push(match updated {
                 Ok(true) => {
                     report.updated += 1;
-                    self.ctx.destroy_graph(Some(g));
                     Piece::Reuse(i)
                 }
                 Ok(false) => {
                     report.instantiated += 1;
-                    match self.ctx.instantiate(g) {
+                    match GraphExec::instantiate(self.ctx.raw_context(), g) {
                         Ok(e) => Piece::Segment(Some(e)),
                         Err(e) => {
                             failure.get_or_insert(e);

@@ -11,9 +11,12 @@ use crate::error::Result;
 /// passed to [`Graph::replay`].
 pub type BreakFn<L> = Box<dyn Fn(&Context, &L) -> Result<()> + Send + Sync>;
 
-/// An instantiated executable graph; destroyed on drop.
+/// An instantiated executable graph and the graph it was made from; both
+/// destroyed on drop. Keeping the source graph until then keeps its
+/// destruction out of `Capture::end` (it costs microseconds per capture).
 pub(crate) struct GraphExec {
     exec: CUgraphExec,
+    source: CUgraph,
     raw_ctx: CUcontext,
 }
 
@@ -23,24 +26,32 @@ unsafe impl Send for GraphExec {}
 unsafe impl Sync for GraphExec {}
 
 impl GraphExec {
-    /// Instantiates `graph` (which the caller still owns and destroys).
+    /// Instantiates `graph` and takes ownership of it (destroyed with the
+    /// executable, or right away when instantiation fails).
     pub(crate) fn instantiate(raw_ctx: CUcontext, graph: CUgraph) -> Result<GraphExec> {
         let exec = shielded(raw_ctx, |d| {
             let mut exec: CUgraphExec = std::ptr::null_mut();
             // SAFETY: valid out-pointer and a live graph.
             check("cuGraphInstantiateWithFlags", unsafe { (d.cuGraphInstantiateWithFlags)(&mut exec, graph, 0) })?;
             Ok(exec)
-        })?;
-        Ok(GraphExec { exec, raw_ctx })
+        });
+        match exec {
+            Ok(exec) => Ok(GraphExec { exec, source: graph, raw_ctx }),
+            Err(e) => {
+                destroy_graph(raw_ctx, graph);
+                Err(e)
+            }
+        }
     }
 
     /// Updates this executable graph in place from `graph` (same topology,
-    /// new parameters): `Ok(true)` when the driver did, `Ok(false)` when it
+    /// new parameters). `Ok(true)`: done, and the executable adopts `graph`
+    /// as its source (the old one is destroyed). `Ok(false)`: the driver
     /// cannot (topology changed, or a driver older than CUDA 12.0 lacks
-    /// `cuGraphExecUpdate`), in which case the caller instantiates anew.
-    pub(crate) fn update_from(&self, graph: CUgraph) -> Result<bool> {
+    /// `cuGraphExecUpdate`) and the caller still owns `graph`, as on error.
+    pub(crate) fn update_from(&mut self, graph: CUgraph) -> Result<bool> {
         let exec = self.exec;
-        shielded(self.raw_ctx, |d| {
+        let updated = shielded(self.raw_ctx, |d| {
             let Some(update) = d.cuGraphExecUpdate else {
                 return Ok(false);
             };
@@ -55,7 +66,11 @@ impl GraphExec {
                 return Ok(false);
             }
             check("cuGraphExecUpdate", res).map(|()| true)
-        })
+        })?;
+        if updated {
+            destroy_graph(self.raw_ctx, std::mem::replace(&mut self.source, graph));
+        }
+        Ok(updated)
     }
 
     /// Launches on `stream` (asynchronous).
@@ -76,7 +91,17 @@ impl Drop for GraphExec {
             // (the driver frees it asynchronously).
             check("cuGraphExecDestroy", unsafe { (d.cuGraphExecDestroy)(exec) })
         });
+        destroy_graph(self.raw_ctx, self.source);
     }
+}
+
+/// Destroys a graph we own (errors are ignored: nothing to do about them).
+pub(crate) fn destroy_graph(raw_ctx: CUcontext, graph: CUgraph) {
+    let _ = shielded(raw_ctx, |d| {
+        // SAFETY: a graph we own, destroyed once; executables made from it do
+        // not need it.
+        check("cuGraphDestroy", unsafe { (d.cuGraphDestroy)(graph) })
+    });
 }
 
 /// One piece of a captured graph.
@@ -129,8 +154,8 @@ impl<L> Graph<L> {
     }
 
     /// The executable of segment `i`, if that piece is a non-empty segment.
-    pub(crate) fn segment_exec(&self, i: usize) -> Option<&GraphExec> {
-        match self.pieces.get(i) {
+    pub(crate) fn segment_exec(&mut self, i: usize) -> Option<&mut GraphExec> {
+        match self.pieces.get_mut(i) {
             Some(Piece::Segment(Some(e))) => Some(e),
             _ => None,
         }

@@ -148,7 +148,8 @@ pub enum KernelArg<'a> {
     /// A buffer's device address (a `.u64`/`.b64`/`.s64` parameter); it
     /// must live on the launching context's device.
     Buffer(&'a DeviceBuffer),
-    /// A raw device address.
+    /// A raw device address (not checked: the caller vouches that it is
+    /// valid on the launching device).
     Ptr(CUdeviceptr),
     U32(u32),
     I32(i32),

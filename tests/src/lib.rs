@@ -21,18 +21,20 @@ pub fn run_gpu_tests(suite: &str, tests: Vec<GpuTest>) -> ! {
         Ok(n) => Ok(n),
         Err(e) => Err(e.to_string()),
     };
+    if let Err(reason) = &devices {
+        println!("[SKIP] {suite}: all {} tests ignored: {reason}", tests.len());
+    }
     let mut trials = Vec::new();
     for t in tests {
         let skip = match &devices {
-            Err(reason) => Some(format!("no CUDA driver: {reason}")),
-            Ok(n) if *n < t.devices => Some(format!("needs {} CUDA devices, {n} visible", t.devices)),
-            Ok(_) => None,
+            Err(_) => true,
+            Ok(n) if *n < t.devices => {
+                println!("[SKIP] {suite}::{}: needs {} CUDA devices, {n} visible", t.name, t.devices);
+                true
+            }
+            Ok(_) => false,
         };
-        if let Some(reason) = &skip {
-            println!("[SKIP] {suite}::{}: {reason}", t.name);
-        }
-        let body = t.body;
-        trials.push(Trial::test(t.name, body).with_ignored_flag(skip.is_some()));
+        trials.push(Trial::test(t.name, t.body).with_ignored_flag(skip));
     }
     libtest_mimic::run(&args, trials).exit()
 }
