@@ -32,6 +32,9 @@ for line in sys.stdin:
     shutil.copy(m["executable"], dst)
     print("bundled", dst)
 '
+for t in fc-graph-fc_graph tests-gpu_core tests-gpu_breakable tests-no_driver; do
+  [ -x ".bundle/tests/$t" ] || { echo "build-gpu-bundle: test binary $t is missing" >&2; exit 1; }
+done
 bash ctest/run.sh --build-only .bundle/ctest
 # Debug info stays here; the carried copies are stripped (size limit).
 strip .bundle/bin/* .bundle/tests/* .bundle/lib/*.so
