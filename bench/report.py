@@ -344,6 +344,37 @@ def feature_goals(row, obj, status):
     return [(text, "met" if added < bound else f"MISSED ({fmt_mib(added, True)})")]
 
 
+def steps_table(path):
+    """The attribution table: each step of fc-graph next to the bare driver
+    call(s) it wraps, timed alternately in one process (`fc-bench --steps`).
+    Process-to-process variation cancels out here."""
+    rows, _, err = load(path)
+    if not rows:
+        return ["", "## Where the time goes", "", f"(no step rows: {err or 'empty'})"]
+    out = ["", "## Where the time goes (same process, alternating: library step vs bare driver calls)", "",
+           "| step | K | fc-graph median (p10–p90) | bare driver median (p10–p90) | fc/bare | fc − bare |",
+           "|---|---:|---:|---:|---:|---:|"]
+    for (row, k), o in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        if not row.endswith("_fc"):
+            continue
+        base = row[: -len("_fc")]
+        b = rows.get((base + "_bare", k))
+        if not b:
+            continue
+        f_med, b_med = o["median_us"], b["median_us"]
+        out.append(f"| {base[len('step_'):]} | {k} | {f_med:.3f} ({o['p10_us']:.3f}–{o['p90_us']:.3f}) | "
+                   f"{b_med:.3f} ({b['p10_us']:.3f}–{b['p90_us']:.3f}) | {f_med / b_med:.2f}x | {f_med - b_med:+.3f} |")
+    for (row, k), o in sorted(rows.items()):
+        if row.startswith("step_") and not row.endswith(("_fc", "_bare")) and o.get("median_us") is not None:
+            out.append(f"| {row[len('step_'):]} (bare driver calls only) | {k} | "
+                       f"{o['median_us']:.3f} | — | — | — |")
+    probe = rows.get(("probe_no_current_context", 0))
+    if probe:
+        rcs = ", ".join(f"{k[3:]}={v}" for k, v in probe.items() if k.startswith("rc_"))
+        out += ["", f"Calls with no context current on the thread (CUresult, 0 = success): {rcs}."]
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     for impl in IMPLS:
@@ -357,6 +388,8 @@ def main():
     ap.add_argument("--command", default="")
     ap.add_argument("--date", default="")
     ap.add_argument("--out", help="write the markdown here (default: stdout only)")
+    ap.add_argument("--steps", metavar="JSONL",
+                    help="rows of `fc-bench --steps`: each library step next to the bare driver call, same process")
     args = ap.parse_args()
 
     status = {impl: "ok" for impl in IMPLS}
@@ -500,6 +533,7 @@ def main():
         L.append("</details>")
         L.append("")
 
+    L.extend(steps_table(args.steps))
     md = "\n".join(L)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:

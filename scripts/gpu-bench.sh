@@ -65,6 +65,9 @@ if [ -z "$commit" ] && git rev-parse --is-inside-work-tree > /dev/null 2>&1; the
         commit="$commit (dirty)"
     fi
 fi
+if [ -z "$commit" ] && [ -f "$ROOT/.bundle/COMMIT" ]; then
+    commit="$(cat "$ROOT/.bundle/COMMIT") (the bundle's)"
+fi
 commit=${commit:-unknown}
 log "machine: $machine"
 log "commit:  $commit"
@@ -106,7 +109,7 @@ declare -A FIRST_STATUS
 # Host timings on a shared VM move between processes: every implementation
 # runs BENCH_ROUNDS times, alternating, pinned to the same cores, and the
 # report keeps each implementation's best round per row (same rule for all).
-ROUNDS=${BENCH_ROUNDS:-2}
+ROUNDS=${BENCH_ROUNDS:-3}
 PIN=()
 if command -v taskset > /dev/null && [ -n "${BENCH_PIN-2-5}" ]; then
     PIN=(taskset -c "${BENCH_PIN-2-5}")
@@ -182,7 +185,7 @@ else
     : > "$OUT/bench-raw.jsonl"
     cp "$OUT/bench-raw-build.log" "$OUT/bench-raw.log" 2> /dev/null || true
 fi
-for ROUND in $(seq 1 "$ROUNDS"); do
+run_fc() {
     if [ -x "$FC_BENCH" ]; then
         run_impl fc "$FC_BENCH" ${EXTRA[@]+"${EXTRA[@]}"}
     else
@@ -191,11 +194,21 @@ for ROUND in $(seq 1 "$ROUNDS"); do
         : > "$OUT/bench-fc.jsonl"
         echo "fc-bench binary not found or not executable: $FC_BENCH" > "$OUT/bench-fc.log"
     fi
+}
+run_raw() {
     if [ "$RAW_OK" -eq 1 ]; then
         run_impl raw "$RAW_BIN" "$PTX" ${EXTRA[@]+"${EXTRA[@]}"}
     fi
+}
+# Odd rounds run fc first, even rounds raw first.
+for ROUND in $(seq 1 "$ROUNDS"); do
+    if [ $((ROUND % 2)) -eq 1 ]; then run_fc; run_raw; else run_raw; run_fc; fi
     run_impl torch "$PYTHON" bench/torch_bench.py ${EXTRA[@]+"${EXTRA[@]}"}
 done
+# Attribution: each library step next to the bare driver calls, one process.
+if [ -x "$FC_BENCH" ]; then
+    ${PIN[@]+"${PIN[@]}"} "$FC_BENCH" --steps > "$OUT/bench-steps.jsonl" 2>> "$OUT/bench-fc.log" || log "fc-bench --steps failed"
+fi
 
 # ---------------------------------------------------------------- report
 report_rc=0
@@ -204,7 +217,7 @@ report_rc=0
     --status "fc=${STATUS[fc]}" --status "raw=${STATUS[raw]}" --status "torch=${STATUS[torch]}" \
     --log "fc=$OUT/bench-fc.log" --log "raw=$OUT/bench-raw.log" --log "torch=$OUT/bench-torch.log" \
     --machine "$machine" --commit "$commit" --command "$COMMAND_LINE" \
-    --out "$OUT/benchmarks.md" || report_rc=$?
+    --steps "$OUT/bench-steps.jsonl" --out "$OUT/benchmarks.md" || report_rc=$?
 if [ "$report_rc" -ne 0 ]; then
     log "report.py failed (exit $report_rc)"
     exit "$report_rc"

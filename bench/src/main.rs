@@ -43,6 +43,8 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use fc_graph::{CaptureMode, Context, Device, DeviceBuffer, Error, Graph, Result, UpdateReport};
 
+mod steps;
+
 const IMPL: &str = "fc";
 const MULTI_GPU_KERNELS: usize = 26;
 
@@ -98,6 +100,10 @@ struct Args {
     /// replay, pool growth), not the eager/graph/capture/multi-GPU rows.
     #[arg(long)]
     features_only: bool,
+    /// Time the library's individual steps next to the bare driver calls
+    /// they wrap (rows `step_*`), then exit.
+    #[arg(long)]
+    steps: bool,
 }
 
 impl Args {
@@ -162,6 +168,9 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &Args) -> Result<()> {
+    if args.steps {
+        return steps::bench_steps(args.device, args.n);
+    }
     let count = Device::count()?;
     let dev = Device::get(args.device)?;
     let drv = fc_graph::driver()?;

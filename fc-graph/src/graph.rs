@@ -184,6 +184,18 @@ impl<L> Graph<L> {
         self.pieces.iter().filter(|p| matches!(p, Piece::Break(_))).count()
     }
 
+    /// The raw executable graphs of the non-empty segments, in order, for
+    /// interop and measurement (valid while this graph is alive).
+    pub fn raw_execs(&self) -> Vec<CUgraphExec> {
+        self.pieces
+            .iter()
+            .filter_map(|p| match p {
+                Piece::Segment(Some(e)) => Some(e.exec),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The context whose stream the graph replays on.
     pub fn context(&self) -> &Context {
         &self.ctx

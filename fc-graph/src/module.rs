@@ -224,6 +224,12 @@ impl Kernel {
         &self.entry.name
     }
 
+    /// The raw function handle, for interop with other CUDA code (valid
+    /// while this kernel is alive).
+    pub fn raw_function(&self) -> CUfunction {
+        self.func
+    }
+
     /// Its PTX parameters.
     pub fn params(&self) -> &[PtxParam] {
         &self.entry.params

@@ -1,0 +1,296 @@
+//! `fc-bench --steps`: where fc-graph's time goes. Times each step of the
+//! library's launch, capture and replay paths next to the bare driver call
+//! it wraps, in the same process on the same stream, alternating, so the
+//! difference is the library's own cost.
+
+use std::os::raw::c_void;
+use std::time::Instant;
+
+use cuda_sys::*;
+use fc_graph::{CaptureMode, Context, DeviceBuffer, Graph, Module, Result};
+
+use crate::{emit_row, us_since};
+
+/// One timed sample per call of `f`, in microseconds.
+fn sample(iters: usize, mut f: impl FnMut() -> Result<()>) -> Result<Vec<f64>> {
+    let mut v = Vec::with_capacity(iters);
+    for _ in 0..iters {
+        let t0 = Instant::now();
+        f()?;
+        v.push(us_since(t0, Instant::now()));
+    }
+    Ok(v)
+}
+
+fn ok(call: &'static str, rc: CUresult) -> Result<()> {
+    if rc == CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(fc_graph::Error::Cuda { call, code: rc, name: format!("{rc}"), description: String::new() })
+    }
+}
+
+struct Rig {
+    ctx: Context,
+    x: DeviceBuffer,
+    y: DeviceBuffer,
+    z: DeviceBuffer,
+    n: usize,
+    func_add: CUfunction,
+    func_mul: CUfunction,
+    _module: Module,
+}
+
+impl Rig {
+    /// K kernels through the library.
+    fn fc_chain(&self, k: usize) -> Result<()> {
+        for i in 0..k {
+            if i % 2 == 0 {
+                self.ctx.add(&self.x, &self.y, &self.z, self.n)?;
+            } else {
+                self.ctx.mul(&self.z, &self.y, &self.x, self.n)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The same K kernels as bare cuLaunchKernel calls on the same stream.
+    fn raw_chain(&self, d: &Driver, k: usize) -> Result<()> {
+        let (mut x, mut y, mut z, mut n) = (self.x.as_raw(), self.y.as_raw(), self.z.as_raw(), self.n as u32);
+        let grid = (self.n as u32).div_ceil(256);
+        for i in 0..k {
+            let (f, mut p): (CUfunction, [*mut c_void; 4]) = if i % 2 == 0 {
+                (
+                    self.func_add,
+                    [
+                        (&mut x as *mut u64).cast(),
+                        (&mut y as *mut u64).cast(),
+                        (&mut z as *mut u64).cast(),
+                        (&mut n as *mut u32).cast(),
+                    ],
+                )
+            } else {
+                (
+                    self.func_mul,
+                    [
+                        (&mut z as *mut u64).cast(),
+                        (&mut y as *mut u64).cast(),
+                        (&mut x as *mut u64).cast(),
+                        (&mut n as *mut u32).cast(),
+                    ],
+                )
+            };
+            // SAFETY: (u64, u64, u64, u32) parameters as the PTX declares; live stream.
+            ok("cuLaunchKernel", unsafe {
+                (d.cuLaunchKernel)(
+                    f,
+                    grid,
+                    1,
+                    1,
+                    256,
+                    1,
+                    1,
+                    0,
+                    self.ctx.raw_stream(),
+                    p.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Emits the `step_*` rows.
+pub fn bench_steps(device: usize, n: usize) -> Result<()> {
+    let d = fc_graph::driver()?;
+    let ctx = Context::new(device)?;
+    let module = Module::from_ptx(&ctx, fc_graph::builtins::ELEMENTWISE_PTX)?;
+    let rig = Rig {
+        x: ctx.alloc(n * 4)?,
+        y: ctx.alloc(n * 4)?,
+        z: ctx.alloc(n * 4)?,
+        n,
+        func_add: module.kernel("fc_add_f32")?.raw_function(),
+        func_mul: module.kernel("fc_mul_f32")?.raw_function(),
+        _module: module,
+        ctx,
+    };
+    let stream = rig.ctx.raw_stream();
+    rig.fc_chain(26)?; // loads the built-ins, binds the context to this thread
+    rig.ctx.synchronize()?;
+
+    // Single driver calls the library adds around the work.
+    let mut cur: CUcontext = std::ptr::null_mut();
+    // SAFETY: valid out-pointer.
+    let mut v = sample(2000, || ok("cuCtxGetCurrent", unsafe { (d.cuCtxGetCurrent)(&mut cur) }))?;
+    emit_row("step_ctx_get_current", 1, &mut v);
+    let mut v = sample(2000, || {
+        let mut m = CU_STREAM_CAPTURE_MODE_RELAXED;
+        // SAFETY: valid in/out pointer; the second call restores the mode.
+        ok("exchange", unsafe { (d.cuThreadExchangeStreamCaptureMode)(&mut m) })?;
+        // SAFETY: as above.
+        ok("exchange", unsafe { (d.cuThreadExchangeStreamCaptureMode)(&mut m) })
+    })?;
+    emit_row("step_capture_mode_exchange_pair", 1, &mut v);
+
+    probe_without_current_context(d, &rig)?;
+
+    for k in [26usize, 2600] {
+        let iters = if k > 260 { 20 } else { 100 };
+        // Eager enqueue per kernel, alternating.
+        let (mut fc, mut raw) = (Vec::new(), Vec::new());
+        for _ in 0..iters {
+            let t0 = Instant::now();
+            rig.fc_chain(k)?;
+            fc.push(us_since(t0, Instant::now()) / k as f64);
+            rig.ctx.synchronize()?;
+            let t0 = Instant::now();
+            rig.raw_chain(d, k)?;
+            raw.push(us_since(t0, Instant::now()) / k as f64);
+            rig.ctx.synchronize()?;
+        }
+        emit_row("step_eager_per_kernel_fc", k, &mut fc);
+        emit_row("step_eager_per_kernel_bare", k, &mut raw);
+
+        // Capture: begin, the K enqueues, end + instantiate, each timed.
+        let (mut fb, mut fl, mut fe, mut rb, mut rl, mut re) = (vec![], vec![], vec![], vec![], vec![], vec![]);
+        for _ in 0..iters {
+            let t0 = Instant::now();
+            let cap = rig.ctx.begin_capture(CaptureMode::ThreadLocal)?;
+            let t1 = Instant::now();
+            rig.fc_chain(k)?;
+            let t2 = Instant::now();
+            let g: Graph = cap.end()?;
+            let t3 = Instant::now();
+            drop(g);
+            fb.push(us_since(t0, t1));
+            fl.push(us_since(t1, t2) / k as f64);
+            fe.push(us_since(t2, t3));
+
+            let t0 = Instant::now();
+            // SAFETY: our stream, not capturing.
+            ok("cuStreamBeginCapture", unsafe {
+                (d.cuStreamBeginCapture)(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            })?;
+            let t1 = Instant::now();
+            rig.raw_chain(d, k)?;
+            let t2 = Instant::now();
+            let mut g: CUgraph = std::ptr::null_mut();
+            let mut e: CUgraphExec = std::ptr::null_mut();
+            // SAFETY: our capturing stream; valid out-pointers.
+            ok("cuStreamEndCapture", unsafe { (d.cuStreamEndCapture)(stream, &mut g) })?;
+            // SAFETY: live graph, valid out-pointer.
+            ok("cuGraphInstantiateWithFlags", unsafe { (d.cuGraphInstantiateWithFlags)(&mut e, g, 0) })?;
+            let t3 = Instant::now();
+            // SAFETY: ours, destroyed once, untimed.
+            unsafe {
+                (d.cuGraphExecDestroy)(e);
+                (d.cuGraphDestroy)(g);
+            }
+            rb.push(us_since(t0, t1));
+            rl.push(us_since(t1, t2) / k as f64);
+            re.push(us_since(t2, t3));
+        }
+        emit_row("step_capture_begin_fc", k, &mut fb);
+        emit_row("step_capture_begin_bare", k, &mut rb);
+        emit_row("step_capture_per_kernel_fc", k, &mut fl);
+        emit_row("step_capture_per_kernel_bare", k, &mut rl);
+        emit_row("step_capture_end_instantiate_fc", k, &mut fe);
+        emit_row("step_capture_end_instantiate_bare", k, &mut re);
+
+        // Graph launch (host), the library's graph, alternating with a bare
+        // cuGraphLaunch of the very same executable.
+        let cap = rig.ctx.begin_capture(CaptureMode::ThreadLocal)?;
+        rig.fc_chain(k)?;
+        let g = cap.end()?;
+        let exec = g.raw_execs()[0];
+        let (mut fc, mut raw, mut shielded) = (vec![], vec![], vec![]);
+        for _ in 0..iters {
+            let t0 = Instant::now();
+            g.launch()?;
+            fc.push(us_since(t0, Instant::now()));
+            rig.ctx.synchronize()?;
+            let t0 = Instant::now();
+            // SAFETY: live executable and stream.
+            ok("cuGraphLaunch", unsafe { (d.cuGraphLaunch)(exec, stream) })?;
+            raw.push(us_since(t0, Instant::now()));
+            rig.ctx.synchronize()?;
+            let t0 = Instant::now();
+            let mut m = CU_STREAM_CAPTURE_MODE_RELAXED;
+            // SAFETY: exchange, launch, exchange back; valid pointers and handles.
+            unsafe {
+                ok("exchange", (d.cuThreadExchangeStreamCaptureMode)(&mut m))?;
+                ok("cuGraphLaunch", (d.cuGraphLaunch)(exec, stream))?;
+                ok("exchange", (d.cuThreadExchangeStreamCaptureMode)(&mut m))?;
+            }
+            shielded.push(us_since(t0, Instant::now()));
+            rig.ctx.synchronize()?;
+        }
+        emit_row("step_graph_launch_fc", k, &mut fc);
+        emit_row("step_graph_launch_bare", k, &mut raw);
+        emit_row("step_graph_launch_bare_with_exchange", k, &mut shielded);
+    }
+    Ok(())
+}
+
+/// Which of the calls on the hot paths work with no context current on the
+/// calling thread (the driver takes the context from the stream or handle):
+/// those need no per-call context binding.
+fn probe_without_current_context(d: &Driver, rig: &Rig) -> Result<()> {
+    let stream = rig.ctx.raw_stream();
+    let mut prev: CUcontext = std::ptr::null_mut();
+    // SAFETY: valid out-pointer.
+    ok("cuCtxGetCurrent", unsafe { (d.cuCtxGetCurrent)(&mut prev) })?;
+    // SAFETY: unbinds this thread's context; restored below.
+    ok("cuCtxSetCurrent", unsafe { (d.cuCtxSetCurrent)(std::ptr::null_mut()) })?;
+    let (mut x, mut y, mut z, mut n) = (rig.x.as_raw(), rig.y.as_raw(), rig.z.as_raw(), rig.n as u32);
+    let mut p: [*mut c_void; 4] = [
+        (&mut x as *mut u64).cast(),
+        (&mut y as *mut u64).cast(),
+        (&mut z as *mut u64).cast(),
+        (&mut n as *mut u32).cast(),
+    ];
+    // SAFETY: parameters as the PTX declares; live function and stream.
+    let rc_launch = unsafe {
+        (d.cuLaunchKernel)(rig.func_add, 16, 1, 1, 256, 1, 1, 0, stream, p.as_mut_ptr(), std::ptr::null_mut())
+    };
+    // SAFETY: our stream.
+    let rc_begin = unsafe { (d.cuStreamBeginCapture)(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) };
+    // SAFETY: as above.
+    let rc_launch_captured = unsafe {
+        (d.cuLaunchKernel)(rig.func_add, 16, 1, 1, 256, 1, 1, 0, stream, p.as_mut_ptr(), std::ptr::null_mut())
+    };
+    let mut g: CUgraph = std::ptr::null_mut();
+    // SAFETY: our stream; valid out-pointer.
+    let rc_end = unsafe { (d.cuStreamEndCapture)(stream, &mut g) };
+    let mut e: CUgraphExec = std::ptr::null_mut();
+    let rc_inst = if g.is_null() {
+        -1
+    } else {
+        // SAFETY: live graph, valid out-pointer.
+        unsafe { (d.cuGraphInstantiateWithFlags)(&mut e, g, 0) as i64 }
+    };
+    let rc_graph_launch = if e.is_null() {
+        -1
+    } else {
+        // SAFETY: live executable and stream.
+        unsafe { (d.cuGraphLaunch)(e, stream) as i64 }
+    };
+    // SAFETY: our stream.
+    let rc_sync = unsafe { (d.cuStreamSynchronize)(stream) };
+    // SAFETY: restores the previous binding; destroys what we made.
+    unsafe {
+        (d.cuCtxSetCurrent)(prev);
+        if !e.is_null() {
+            (d.cuGraphExecDestroy)(e);
+        }
+        if !g.is_null() {
+            (d.cuGraphDestroy)(g);
+        }
+    }
+    println!(
+        "{{\"impl\":\"fc\",\"row\":\"probe_no_current_context\",\"kernels\":0,\"median_us\":null,\"rc_launch\":{rc_launch},\"rc_begin_capture\":{rc_begin},\"rc_launch_captured\":{rc_launch_captured},\"rc_end_capture\":{rc_end},\"rc_instantiate\":{rc_inst},\"rc_graph_launch\":{rc_graph_launch},\"rc_sync\":{rc_sync}}}"
+    );
+    Ok(())
+}
