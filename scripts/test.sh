@@ -10,4 +10,5 @@ scripts/fetch-cuda-headers.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -q -- -D warnings
 cargo test --workspace --release
+cargo build --release -p fc-graph   # libfc_graph.so for the C suite
 bash ctest/run.sh target/release
