@@ -2,15 +2,18 @@
  *
  * A test program is a list of cases; each case is a function
  *     static void case_x(fc_cuda_ctx *ctx)
- * run by CT_RUN(name, fn) with a fresh context on device 0, which is freed
- * afterwards (freeing it also drops a capture a failed case left open).
+ * run by CT_RUN(fn) (or from a table of CT_CASE(fn) by ct_run_cases /
+ * ct_main) with a fresh context on device 0, which is freed afterwards
+ * (freeing it also drops a capture a failed case left open).
  * Inside a case, the CHECK* macros print "[FAIL] <case>: file:line: ..."
  * with fc_last_error() and jump to the case's `done:` label, where it
- * frees what it allocated (so declare handles NULL-initialised at the top).
+ * frees what it allocated (so declare handles NULL-initialised at the top;
+ * CT_FREE / CT_FREE_BUFFERS / CT_FREE_GRAPHS free lists of them).
  *
  * main() calls ct_init(argv[0]) first: when fc_cuda_init_device(0) returns
  * NULL it prints "[SKIP] <fc_last_error()>" and exits 0. It ends with
- * `return ct_finish();` (non-zero when a case failed).
+ * `return ct_finish();` (non-zero when a case failed). ct_main(argc, argv,
+ * cases, CT_COUNT(cases)) is that whole main() for a plain table of cases.
  */
 #ifndef FC_CTEST_CHECK_H
 #define FC_CTEST_CHECK_H
@@ -157,6 +160,43 @@ static inline int ct_finish(void)
     return ct_failed ? 1 : 0;
 }
 
+/* ---- case tables ---------------------------------------------------------- */
+
+typedef struct {
+    const char *name;
+    ct_case_fn fn;
+    int min_devices; /* > 0: skipped when fewer CUDA devices are visible */
+} ct_case_def;
+
+/* CT_CASE(fn): a table entry named after the function, as CT_RUN(fn). */
+#define CT_CASE(fn) {#fn, fn, 0}
+/* CT_CASE_NEEDS(fn, d): as CT_CASE, but printed as
+ * "[SKIP] <prog>/<fn>: needs d CUDA devices, N visible" below d devices. */
+#define CT_CASE_NEEDS(fn, devices) {#fn, fn, (devices)}
+
+#define CT_COUNT(array) (sizeof(array) / sizeof((array)[0]))
+
+/* Runs (or skips) the cases in table order. */
+static inline void ct_run_cases(const ct_case_def *cases, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        if (cases[i].min_devices > 0 && fc_cuda_device_count() < cases[i].min_devices)
+            CT_SKIP_CASE(cases[i].name, "needs %d CUDA devices, %d visible", cases[i].min_devices,
+                         fc_cuda_device_count());
+        else
+            ct_run(cases[i].name, cases[i].fn);
+    }
+}
+
+/* The whole main() of a test program: ct_init, the cases, ct_finish. */
+static inline int ct_main(int argc, char **argv, const ct_case_def *cases, size_t count)
+{
+    (void)argc;
+    ct_init(argv[0]);
+    ct_run_cases(cases, count);
+    return ct_finish();
+}
+
 /* ---- data helpers -------------------------------------------------------- */
 
 /* Deterministic xorshift32 generator (same sequence on every libc). */
@@ -193,6 +233,14 @@ static inline void ct_fill_random(float *v, size_t n)
 static inline void ct_fill_value(float *v, size_t n, float x)
 {
     for (size_t i = 0; i < n; i++) v[i] = x;
+}
+
+/* ct_seed(seed), then random a[0..n), then random b[0..n) (in that order). */
+static inline void ct_seed_fill2(uint32_t seed, float *a, float *b, size_t n)
+{
+    ct_seed(seed);
+    ct_fill_random(a, n);
+    ct_fill_random(b, n);
 }
 
 static inline uint32_t ct_bits(float f)
@@ -259,6 +307,70 @@ static inline fc_buffer *ct_upload_new(fc_cuda_ctx *ctx, const float *host, size
         return NULL;
     }
     return b;
+}
+
+/* ---- cleanup ------------------------------------------------------------- */
+
+/* Each free in list order; NULL entries are fine (free(NULL), fc_*_free(NULL)
+ * do nothing). For a case's `done:` label. */
+static inline void ct_free_list(void **p, size_t count)
+{
+    for (size_t i = 0; i < count; i++) free(p[i]);
+}
+
+static inline void ct_free_buffers(fc_buffer **bufs, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        fc_buffer_free(bufs[i]);
+        bufs[i] = NULL;
+    }
+}
+
+static inline void ct_free_graphs(fc_graph **graphs, size_t count)
+{
+    for (size_t i = 0; i < count; i++) fc_graph_free(graphs[i]);
+}
+
+/* CT_FREE(p, q, ...): free(p); free(q); ... (host memory). */
+#define CT_FREE(...)                                                       \
+    do {                                                                   \
+        void *ct_l_[] = {__VA_ARGS__};                                     \
+        ct_free_list(ct_l_, CT_COUNT(ct_l_));                              \
+    } while (0)
+
+/* CT_FREE_BUFFERS(a, b, ...): fc_buffer_free(a); fc_buffer_free(b); ... */
+#define CT_FREE_BUFFERS(...)                                               \
+    do {                                                                   \
+        fc_buffer *ct_l_[] = {__VA_ARGS__};                                \
+        ct_free_buffers(ct_l_, CT_COUNT(ct_l_));                           \
+    } while (0)
+
+/* CT_FREE_GRAPHS(g, h, ...): fc_graph_free(g); fc_graph_free(h); ... */
+#define CT_FREE_GRAPHS(...)                                                \
+    do {                                                                   \
+        fc_graph *ct_l_[] = {__VA_ARGS__};                                 \
+        ct_free_graphs(ct_l_, CT_COUNT(ct_l_));                            \
+    } while (0)
+
+/* Uploads before[0..n) into `out`, launches g, syncs ctx and downloads
+ * `out`: 1 when every element equals `value` (as ct_first_mismatch
+ * compares), 0 otherwise (including any failing call). */
+static inline int ct_replay_gives(fc_cuda_ctx *ctx, fc_graph *g, fc_buffer *out, const float *before, size_t n,
+                                  float value)
+{
+    int ok = 0;
+    float *got = ct_floats(n), *want = ct_floats(n);
+    if (!got || !want) goto end;
+    if (fc_buffer_upload(out, before, n * sizeof(float)) != FC_OK) goto end;
+    if (fc_graph_launch(g) != FC_OK) goto end;
+    if (fc_sync_ctx(ctx) != FC_OK) goto end;
+    if (fc_buffer_download(out, got, n * sizeof(float)) != FC_OK) goto end;
+    ct_fill_value(want, n, value);
+    ok = ct_first_mismatch(got, want, n) == (size_t)-1;
+end:
+    free(got);
+    free(want);
+    return ok;
 }
 
 #endif /* FC_CTEST_CHECK_H */

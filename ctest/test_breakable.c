@@ -91,14 +91,6 @@ static int alloc_n(fc_cuda_ctx *ctx, size_t n, fc_buffer **bufs, int count)
     return 1;
 }
 
-static void free_n(fc_buffer **bufs, int count)
-{
-    for (int i = 0; i < count; i++) {
-        fc_buffer_free(bufs[i]);
-        bufs[i] = NULL;
-    }
-}
-
 /* ------------------------------------------------------------------------ */
 
 static void break_basic(fc_cuda_ctx *ctx)
@@ -148,9 +140,7 @@ static void break_basic(fc_cuda_ctx *ctx)
 
     for (int t = 0; t < 3; t++) {
         live_t live = {scales[t], 0};
-        ct_seed((uint32_t)(200 + t));
-        ct_fill_random(hx, n);
-        ct_fill_random(hy, n);
+        ct_seed_fill2((uint32_t)(200 + t), hx, hy, n);
         CHECK_OK(fc_buffer_upload(b[X], hx, bytes));
         CHECK_OK(fc_buffer_upload(b[Y], hy, bytes));
         ct_fill_poison(got, n);
@@ -196,14 +186,8 @@ static void break_basic(fc_cuda_ctx *ctx)
 
 done:
     fc_graph_free(g);
-    free_n(b, NB);
-    free(hx);
-    free(hy);
-    free(hs);
-    free(peek);
-    free(got);
-    free(want);
-    free(wz);
+    ct_free_buffers(b, NB);
+    CT_FREE(hx, hy, hs, peek, got, want, wz);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -257,9 +241,7 @@ static void six_breaks(fc_cuda_ctx *ctx)
 
     for (int t = 0; t < 3; t++) {
         live_t live = {scales[t], 0};
-        ct_seed((uint32_t)(300 + t));
-        ct_fill_random(hx, n);
-        ct_fill_random(hy, n);
+        ct_seed_fill2((uint32_t)(300 + t), hx, hy, n);
         CHECK_OK(fc_buffer_upload(x, hx, bytes));
         CHECK_OK(fc_buffer_upload(y, hy, bytes));
         ct_fill_poison(got, n);
@@ -286,16 +268,12 @@ static void six_breaks(fc_cuda_ctx *ctx)
 
 done:
     fc_graph_free(g);
-    fc_buffer_free(x);
-    fc_buffer_free(y);
-    free_n(c, NBRK + 1);
-    free_n(d, NBRK + 1);
-    free_n(s, NBRK + 1);
+    CT_FREE_BUFFERS(x, y);
+    ct_free_buffers(c, NBRK + 1);
+    ct_free_buffers(d, NBRK + 1);
+    ct_free_buffers(s, NBRK + 1);
     for (int k = 0; k <= NBRK; k++) free(hs[k]);
-    free(hx);
-    free(hy);
-    free(got);
-    free(want);
+    CT_FREE(hx, hy, got, want);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -352,10 +330,8 @@ static void pass_through(fc_cuda_ctx *ctx)
     CHECK(fc_graph_is_capturing_ctx(ctx) == 0);
 
 done:
-    free_n(b, NB);
-    free(hz);
-    free(hs);
-    free(got);
+    ct_free_buffers(b, NB);
+    CT_FREE(hz, hs, got);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -431,9 +407,7 @@ static void nested_break(fc_cuda_ctx *ctx)
     u.try_begin = 0; /* at replay no capture is open: a begin would succeed */
     for (int t = 0; t < 2; t++) {
         live_t live = {t ? -0.75f : 4.0f, 0};
-        ct_seed((uint32_t)(500 + t));
-        ct_fill_random(hx, n);
-        ct_fill_random(hy, n);
+        ct_seed_fill2((uint32_t)(500 + t), hx, hy, n);
         CHECK_OK(fc_buffer_upload(b[X], hx, bytes));
         CHECK_OK(fc_buffer_upload(b[Y], hy, bytes));
         CHECK_OK(fc_graph_launch_live(g, &live));
@@ -456,27 +430,18 @@ static void nested_break(fc_cuda_ctx *ctx)
 
 done:
     fc_graph_free(g);
-    free_n(b, NB);
-    free(hx);
-    free(hy);
-    free(hs);
-    free(got);
-    free(want);
+    ct_free_buffers(b, NB);
+    CT_FREE(hx, hy, hs, got, want);
 }
 
 /* ------------------------------------------------------------------------ */
 
-/* Replays g and checks w == (x + y) * y for x = 1.5, y = 2: 7. */
+/* Poisons w, replays g and checks w == (x + y) * y for x = 1.5, y = 2: 7. */
 static int check_seven(fc_cuda_ctx *ctx, fc_graph *g, fc_buffer *w, size_t n)
 {
-    float got[512], want[512];
-    ct_fill_poison(got, n);
-    if (fc_buffer_upload(w, got, n * sizeof(float)) != FC_OK) return 0;
-    if (fc_graph_launch(g) != FC_OK) return 0;
-    if (fc_sync_ctx(ctx) != FC_OK) return 0;
-    if (fc_buffer_download(w, got, n * sizeof(float)) != FC_OK) return 0;
-    ct_fill_value(want, n, 7.0f);
-    return ct_first_mismatch(got, want, n) == (size_t)-1;
+    float before[512];
+    ct_fill_poison(before, n);
+    return ct_replay_gives(ctx, g, w, before, n, 7.0f);
 }
 
 static void break_fails(fc_cuda_ctx *ctx)
@@ -519,7 +484,7 @@ static void break_fails(fc_cuda_ctx *ctx)
 
 done:
     fc_graph_free(g);
-    free_n(b, NB);
+    ct_free_buffers(b, NB);
 }
 
 /* Fails when live says so (at replay only). */
@@ -580,7 +545,7 @@ static void break_fails_replay(fc_cuda_ctx *ctx)
 
 done:
     fc_graph_free(g);
-    free_n(b, NB);
+    ct_free_buffers(b, NB);
 }
 
 static void begin_inside_capture(fc_cuda_ctx *ctx)
@@ -608,7 +573,7 @@ static void begin_inside_capture(fc_cuda_ctx *ctx)
 
 done:
     fc_graph_free(g);
-    free_n(b, NB);
+    ct_free_buffers(b, NB);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -646,9 +611,7 @@ static void pool_addresses(fc_cuda_ctx *ctx)
     CHECK(tptr != 0 && optr != 0 && tptr != optr);
 
     for (int r = 0; r < 3; r++) {
-        ct_seed((uint32_t)(600 + r));
-        ct_fill_random(hx, n);
-        ct_fill_random(hy, n);
+        ct_seed_fill2((uint32_t)(600 + r), hx, hy, n);
         CHECK_OK(fc_buffer_upload(x, hx, bytes));
         CHECK_OK(fc_buffer_upload(y, hy, bytes));
         CHECK_OK(fc_graph_launch(g));
@@ -671,14 +634,8 @@ static void pool_addresses(fc_cuda_ctx *ctx)
 
 done:
     fc_graph_free(g);
-    fc_buffer_free(t);
-    fc_buffer_free(o);
-    fc_buffer_free(x);
-    fc_buffer_free(y);
-    free(hx);
-    free(hy);
-    free(got);
-    free(want);
+    CT_FREE_BUFFERS(t, o, x, y);
+    CT_FREE(hx, hy, got, want);
 }
 
 /* Captures out = (x + y) * (use_x ? x : y) through a pool scratch buffer
@@ -727,9 +684,7 @@ static void pool_reuse(fc_cuda_ctx *ctx)
     CHECK_MSG(pc == pa, "third same-size capture grew the pool: %zu -> %zu", pa, pc);
 
     for (int r = 0; r < 2; r++) {
-        ct_seed((uint32_t)(700 + r));
-        ct_fill_random(hx, n);
-        ct_fill_random(hy, n);
+        ct_seed_fill2((uint32_t)(700 + r), hx, hy, n);
         CHECK_OK(fc_buffer_upload(x, hx, bytes));
         CHECK_OK(fc_buffer_upload(y, hy, bytes));
         /* the three graphs share the scratch memory; one stream orders them */
@@ -762,32 +717,24 @@ static void pool_reuse(fc_cuda_ctx *ctx)
     }
 
 done:
-    fc_graph_free(ga);
-    fc_graph_free(gb);
-    fc_graph_free(gc);
-    fc_buffer_free(x);
-    fc_buffer_free(y);
-    fc_buffer_free(oa);
-    fc_buffer_free(ob);
-    fc_buffer_free(oc);
-    free(hx);
-    free(hy);
-    free(got);
-    free(want);
+    CT_FREE_GRAPHS(ga, gb, gc);
+    CT_FREE_BUFFERS(x, y, oa, ob, oc);
+    CT_FREE(hx, hy, got, want);
 }
+
+static const ct_case_def cases[] = {
+    CT_CASE(break_basic),
+    CT_CASE(six_breaks),
+    CT_CASE(pass_through),
+    CT_CASE(nested_break),
+    CT_CASE(break_fails),
+    CT_CASE(break_fails_replay),
+    CT_CASE(begin_inside_capture),
+    CT_CASE(pool_addresses),
+    CT_CASE(pool_reuse),
+};
 
 int main(int argc, char **argv)
 {
-    (void)argc;
-    ct_init(argv[0]);
-    CT_RUN(break_basic);
-    CT_RUN(six_breaks);
-    CT_RUN(pass_through);
-    CT_RUN(nested_break);
-    CT_RUN(break_fails);
-    CT_RUN(break_fails_replay);
-    CT_RUN(begin_inside_capture);
-    CT_RUN(pool_addresses);
-    CT_RUN(pool_reuse);
-    return ct_finish();
+    return ct_main(argc, argv, cases, CT_COUNT(cases));
 }

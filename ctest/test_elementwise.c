@@ -34,9 +34,7 @@ static void run_op(fc_cuda_ctx *ctx, enum op op, size_t n)
     CHECK_NOTNULL(hb = ct_floats(n));
     CHECK_NOTNULL(hout = ct_floats(total));
     CHECK_NOTNULL(want = ct_floats(total));
-    ct_seed((uint32_t)(n * 2654435761u + (unsigned)op + 1u));
-    ct_fill_random(ha, n);
-    ct_fill_random(hb, n);
+    ct_seed_fill2((uint32_t)(n * 2654435761u + (unsigned)op + 1u), ha, hb, n);
     for (size_t i = 0; i < n; i++) want[i] = cpu_op(op, ha[i], hb[i]);
     ct_fill_poison(want + n, PAD);
 
@@ -72,13 +70,8 @@ static void run_op(fc_cuda_ctx *ctx, enum op op, size_t n)
     CHECK_FLOATS(hout + n, want + n, PAD, "poisoned tail, second run");
 
 done:
-    fc_buffer_free(a);
-    fc_buffer_free(b);
-    fc_buffer_free(out);
-    free(ha);
-    free(hb);
-    free(hout);
-    free(want);
+    CT_FREE_BUFFERS(a, b, out);
+    CT_FREE(ha, hb, hout, want);
 }
 
 #define SIZE_CASES(N)                                                      \
@@ -103,9 +96,7 @@ static void in_place(fc_cuda_ctx *ctx)
     CHECK_NOTNULL(hb = ct_floats(n));
     CHECK_NOTNULL(got = ct_floats(n));
     CHECK_NOTNULL(want = ct_floats(n));
-    ct_seed(77);
-    ct_fill_random(ha, n);
-    ct_fill_random(hb, n);
+    ct_seed_fill2(77, ha, hb, n);
     for (size_t i = 0; i < n; i++) want[i] = cpu_op(OP_MUL, cpu_op(OP_ADD, ha[i], hb[i]), hb[i]);
     CHECK_NOTNULL(a = ct_upload_new(ctx, ha, n));
     CHECK_NOTNULL(b = ct_upload_new(ctx, hb, n));
@@ -116,12 +107,8 @@ static void in_place(fc_cuda_ctx *ctx)
     CHECK_FLOATS(got, want, n, "in-place (a + b) * b");
 
 done:
-    fc_buffer_free(a);
-    fc_buffer_free(b);
-    free(ha);
-    free(hb);
-    free(got);
-    free(want);
+    CT_FREE_BUFFERS(a, b);
+    CT_FREE(ha, hb, got, want);
 }
 
 /* n == 0 does nothing and succeeds. */
@@ -142,27 +129,24 @@ static void zero_n(fc_cuda_ctx *ctx)
     CHECK_FLOATS(got, h, n, "output after n == 0 (must be untouched)");
 
 done:
-    fc_buffer_free(a);
-    fc_buffer_free(out);
+    CT_FREE_BUFFERS(a, out);
 }
+
+/* add_nN, mul_nN: in that order, as SIZE_CASES defines them. */
+#define SIZE_CASE_ENTRIES(N) CT_CASE(add_n##N), CT_CASE(mul_n##N)
+
+static const ct_case_def cases[] = {
+    SIZE_CASE_ENTRIES(1),
+    SIZE_CASE_ENTRIES(255),
+    SIZE_CASE_ENTRIES(256),
+    SIZE_CASE_ENTRIES(257),
+    SIZE_CASE_ENTRIES(4096),
+    SIZE_CASE_ENTRIES(1048576),
+    CT_CASE(in_place),
+    CT_CASE(zero_n),
+};
 
 int main(int argc, char **argv)
 {
-    (void)argc;
-    ct_init(argv[0]);
-    CT_RUN(add_n1);
-    CT_RUN(mul_n1);
-    CT_RUN(add_n255);
-    CT_RUN(mul_n255);
-    CT_RUN(add_n256);
-    CT_RUN(mul_n256);
-    CT_RUN(add_n257);
-    CT_RUN(mul_n257);
-    CT_RUN(add_n4096);
-    CT_RUN(mul_n4096);
-    CT_RUN(add_n1048576);
-    CT_RUN(mul_n1048576);
-    CT_RUN(in_place);
-    CT_RUN(zero_n);
-    return ct_finish();
+    return ct_main(argc, argv, cases, CT_COUNT(cases));
 }

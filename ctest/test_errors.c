@@ -208,9 +208,7 @@ static void null_handles(fc_cuda_ctx *ctx)
 done:
     fc_kernel_free(k);
     fc_module_free(m);
-    fc_buffer_free(a);
-    fc_buffer_free(b);
-    fc_buffer_free(o);
+    CT_FREE_BUFFERS(a, b, o);
 }
 
 static void alloc_zero(fc_cuda_ctx *ctx)
@@ -260,11 +258,7 @@ static void buffer_too_small(fc_cuda_ctx *ctx)
     EXPECT_ERR(fc_buffer_download(o_small, got, 4100), FC_ERR_BUFFER_TOO_SMALL, "small|4096|4100");
 
 done:
-    fc_buffer_free(a_big);
-    fc_buffer_free(b_big);
-    fc_buffer_free(o_big);
-    fc_buffer_free(a_small);
-    fc_buffer_free(o_small);
+    CT_FREE_BUFFERS(a_big, b_big, o_big, a_small, o_small);
 }
 
 /* fc_buffer_fill_ctx: in-range fills work, out-of-range ones are refused. */
@@ -342,10 +336,7 @@ static void wrong_device(fc_cuda_ctx *ctx)
 done:
     fc_kernel_free(k1);
     fc_module_free(m1);
-    fc_buffer_free(a0);
-    fc_buffer_free(o0);
-    fc_buffer_free(a1);
-    fc_buffer_free(o1);
+    CT_FREE_BUFFERS(a0, o0, a1, o1);
     fc_cuda_ctx_free(ctx1);
 }
 
@@ -372,23 +363,15 @@ static int xyzw_alloc(fc_cuda_ctx *ctx, xyzw *t, size_t n)
 
 static void xyzw_free(xyzw *t)
 {
-    fc_buffer_free(t->x);
-    fc_buffer_free(t->y);
-    fc_buffer_free(t->z);
-    fc_buffer_free(t->w);
+    CT_FREE_BUFFERS(t->x, t->y, t->z, t->w);
 }
 
-/* Replays g and checks w == (1.5 + 2) * 2 == 7 everywhere. */
+/* Resets w to -1, replays g and checks w == (1.5 + 2) * 2 == 7 everywhere. */
 static int xyzw_replay_ok(fc_cuda_ctx *ctx, fc_graph *g, xyzw *t)
 {
-    float got[512], want[512];
-    ct_fill_value(want, t->n, -1.0f);
-    if (fc_buffer_upload(t->w, want, t->n * sizeof(float)) != FC_OK) return 0;
-    if (fc_graph_launch(g) != FC_OK) return 0;
-    if (fc_sync_ctx(ctx) != FC_OK) return 0;
-    if (fc_buffer_download(t->w, got, t->n * sizeof(float)) != FC_OK) return 0;
-    ct_fill_value(want, t->n, 7.0f);
-    return ct_first_mismatch(got, want, t->n) == (size_t)-1;
+    float before[512];
+    ct_fill_value(before, t->n, -1.0f);
+    return ct_replay_gives(ctx, g, t->w, before, t->n, 7.0f);
 }
 
 static void begin_twice(fc_cuda_ctx *ctx)
@@ -625,6 +608,25 @@ static void last_error_semantics(fc_cuda_ctx *ctx)
 done:;
 }
 
+static const ct_case_def cases[] = {
+    CT_CASE(library_info),
+    CT_CASE(bad_device),
+    CT_CASE(free_null_is_noop),
+    CT_CASE(null_handles),
+    CT_CASE(alloc_zero),
+    CT_CASE(buffer_too_small),
+    CT_CASE(fill_ranges),
+    CT_CASE_NEEDS(wrong_device, 2),
+    CT_CASE(begin_twice),
+    CT_CASE(end_without_begin),
+    CT_CASE(sync_during_capture),
+    CT_CASE(copies_during_capture),
+    CT_CASE(bad_capture_mode),
+    CT_CASE(abort_capture),
+    CT_CASE(module_errors),
+    CT_CASE(last_error_semantics),
+};
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -634,25 +636,7 @@ int main(int argc, char **argv)
         printf("[FAIL] test_errors: could not open the spare context: %s\n", fc_last_error());
         return 1;
     }
-    CT_RUN(library_info);
-    CT_RUN(bad_device);
-    CT_RUN(free_null_is_noop);
-    CT_RUN(null_handles);
-    CT_RUN(alloc_zero);
-    CT_RUN(buffer_too_small);
-    CT_RUN(fill_ranges);
-    if (fc_cuda_device_count() >= 2)
-        CT_RUN(wrong_device);
-    else
-        CT_SKIP_CASE("wrong_device", "needs 2 CUDA devices, %d visible", fc_cuda_device_count());
-    CT_RUN(begin_twice);
-    CT_RUN(end_without_begin);
-    CT_RUN(sync_during_capture);
-    CT_RUN(copies_during_capture);
-    CT_RUN(bad_capture_mode);
-    CT_RUN(abort_capture);
-    CT_RUN(module_errors);
-    CT_RUN(last_error_semantics);
+    ct_run_cases(cases, CT_COUNT(cases));
     fc_cuda_ctx_free(g_spare);
     return ct_finish();
 }

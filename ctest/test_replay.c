@@ -82,9 +82,7 @@ static void chain_case(fc_cuda_ctx *ctx, int mode, size_t n, int full)
 
     const int trials = full ? 5 : 3;
     for (int t = 0; t < trials; t++) {
-        ct_seed((uint32_t)(1000 + 17 * t + 3 * (mode + 1)));
-        ct_fill_random(hx, n);
-        ct_fill_random(hy, n);
+        ct_seed_fill2((uint32_t)(1000 + 17 * t + 3 * (mode + 1)), hx, hy, n);
         ct_fill_poison(hz, n);
         CHECK_OK(fc_buffer_upload(x, hx, bytes));
         CHECK_OK(fc_buffer_upload(y, hy, bytes));
@@ -115,19 +113,8 @@ static void chain_case(fc_cuda_ctx *ctx, int mode, size_t n, int full)
 
 done:
     fc_graph_free(g);
-    fc_buffer_free(x);
-    fc_buffer_free(y);
-    fc_buffer_free(z);
-    fc_buffer_free(x2);
-    fc_buffer_free(y2);
-    fc_buffer_free(z2);
-    free(hx);
-    free(hy);
-    free(hz);
-    free(wx);
-    free(wz);
-    free(gx);
-    free(gz);
+    CT_FREE_BUFFERS(x, y, z, x2, y2, z2);
+    CT_FREE(hx, hy, hz, wx, wz, gx, gz);
 }
 
 static void chain_replay(fc_cuda_ctx *ctx)
@@ -204,10 +191,8 @@ static void many_launches(fc_cuda_ctx *ctx)
 
 done:
     fc_graph_free(g);
-    fc_buffer_free(acc);
-    fc_buffer_free(one);
-    free(h);
-    free(want);
+    CT_FREE_BUFFERS(acc, one);
+    CT_FREE(h, want);
 }
 
 static void free_in_flight(fc_cuda_ctx *ctx)
@@ -243,10 +228,8 @@ static void free_in_flight(fc_cuda_ctx *ctx)
 
 done:
     fc_graph_free(g);
-    fc_buffer_free(acc);
-    fc_buffer_free(one);
-    free(h);
-    free(want);
+    CT_FREE_BUFFERS(acc, one);
+    CT_FREE(h, want);
 }
 
 /* Several graphs on one context, captured back to back, replayed in an
@@ -279,26 +262,23 @@ static void recapture(fc_cuda_ctx *ctx)
     CHECK_FLOATS(h, want, n, "acc after g3 g1 g2 g3");
 
 done:
-    fc_graph_free(g1);
-    fc_graph_free(g2);
-    fc_graph_free(g3);
-    fc_buffer_free(acc);
-    fc_buffer_free(one);
-    free(h);
-    free(want);
+    CT_FREE_GRAPHS(g1, g2, g3);
+    CT_FREE_BUFFERS(acc, one);
+    CT_FREE(h, want);
 }
+
+static const ct_case_def cases[] = {
+    CT_CASE(chain_replay),
+    CT_CASE(chain_replay_1m),
+    CT_CASE(capture_mode_global),
+    CT_CASE(capture_mode_thread_local),
+    CT_CASE(capture_mode_relaxed),
+    CT_CASE(many_launches),
+    CT_CASE(free_in_flight),
+    CT_CASE(recapture),
+};
 
 int main(int argc, char **argv)
 {
-    (void)argc;
-    ct_init(argv[0]);
-    CT_RUN(chain_replay);
-    CT_RUN(chain_replay_1m);
-    CT_RUN(capture_mode_global);
-    CT_RUN(capture_mode_thread_local);
-    CT_RUN(capture_mode_relaxed);
-    CT_RUN(many_launches);
-    CT_RUN(free_in_flight);
-    CT_RUN(recapture);
-    return ct_finish();
+    return ct_main(argc, argv, cases, CT_COUNT(cases));
 }

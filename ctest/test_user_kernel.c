@@ -99,9 +99,7 @@ done:
     fc_buffer_free(x);
     fc_kernel_free(k);
     fc_module_free(m);
-    free(hx);
-    free(got);
-    free(want);
+    CT_FREE(hx, got, want);
 }
 
 static void eager_scale_n1(fc_cuda_ctx *ctx)
@@ -132,9 +130,7 @@ static void eager_axpy(fc_cuda_ctx *ctx)
     CHECK_NOTNULL(hy = ct_floats(n));
     CHECK_NOTNULL(got = ct_floats(n));
     CHECK_NOTNULL(want = ct_floats(n));
-    ct_seed(31);
-    ct_fill_random(hx, n);
-    ct_fill_random(hy, n);
+    ct_seed_fill2(31, hx, hy, n);
     for (size_t i = 0; i < n; i++) want[i] = cpu_add(hy[i], cpu_mul(a, hx[i]));
     CHECK_NOTNULL(m = fc_module_load_ptx(ctx, USER_PTX));
     CHECK_NOTNULL(k = fc_module_get_kernel(m, "axpy_f32"));
@@ -147,14 +143,10 @@ static void eager_axpy(fc_cuda_ctx *ctx)
     CHECK_OK(fc_buffer_download(x, got, bytes));
     CHECK_FLOATS(got, hx, n, "x (input) after axpy");
 done:
-    fc_buffer_free(x);
-    fc_buffer_free(y);
+    CT_FREE_BUFFERS(x, y);
     fc_kernel_free(k);
     fc_module_free(m);
-    free(hx);
-    free(hy);
-    free(got);
-    free(want);
+    CT_FREE(hx, hy, got, want);
 }
 
 static void kernel_outlives_module(fc_cuda_ctx *ctx)
@@ -225,9 +217,7 @@ static void captured_kernels(fc_cuda_ctx *ctx)
     CHECK(fc_graph_segment_count(g) == 1);
 
     for (int t = 0; t < 3; t++) {
-        ct_seed((uint32_t)(800 + t));
-        ct_fill_random(hx, n);
-        ct_fill_random(hy, n);
+        ct_seed_fill2((uint32_t)(800 + t), hx, hy, n);
         CHECK_OK(fc_buffer_upload(x, hx, bytes));
         CHECK_OK(fc_buffer_upload(y, hy, bytes));
         CHECK_OK(fc_graph_launch(g));
@@ -245,17 +235,11 @@ static void captured_kernels(fc_cuda_ctx *ctx)
 
 done:
     fc_graph_free(g);
-    fc_buffer_free(x);
-    fc_buffer_free(y);
-    fc_buffer_free(z);
+    CT_FREE_BUFFERS(x, y, z);
     fc_kernel_free(ks);
     fc_kernel_free(ka);
     fc_module_free(m);
-    free(hx);
-    free(hy);
-    free(got);
-    free(wy);
-    free(wz);
+    CT_FREE(hx, hy, got, wy, wz);
 }
 
 typedef struct {
@@ -310,9 +294,7 @@ static void kernel_in_break(fc_cuda_ctx *ctx)
 
     for (int t = 0; t < 3; t++) {
         float live_scale = t == 0 ? 10.0f : (t == 1 ? -0.5f : 0.125f);
-        ct_seed((uint32_t)(900 + t));
-        ct_fill_random(hx, n);
-        ct_fill_random(hy, n);
+        ct_seed_fill2((uint32_t)(900 + t), hx, hy, n);
         CHECK_OK(fc_buffer_upload(x, hx, bytes));
         CHECK_OK(fc_buffer_upload(y, hy, bytes));
         CHECK_OK(fc_graph_launch_live(g, &live_scale));
@@ -325,27 +307,24 @@ static void kernel_in_break(fc_cuda_ctx *ctx)
 
 done:
     fc_graph_free(g);
-    fc_buffer_free(x);
-    fc_buffer_free(y);
+    CT_FREE_BUFFERS(x, y);
     fc_kernel_free(k);
     fc_module_free(m);
-    free(hx);
-    free(hy);
-    free(got);
-    free(want);
+    CT_FREE(hx, hy, got, want);
 }
+
+static const ct_case_def cases[] = {
+    CT_CASE(load_and_count),
+    CT_CASE(eager_scale_n1),
+    CT_CASE(eager_scale_n1000),
+    CT_CASE(eager_scale_n1m),
+    CT_CASE(eager_axpy),
+    CT_CASE(kernel_outlives_module),
+    CT_CASE(captured_kernels),
+    CT_CASE(kernel_in_break),
+};
 
 int main(int argc, char **argv)
 {
-    (void)argc;
-    ct_init(argv[0]);
-    CT_RUN(load_and_count);
-    CT_RUN(eager_scale_n1);
-    CT_RUN(eager_scale_n1000);
-    CT_RUN(eager_scale_n1m);
-    CT_RUN(eager_axpy);
-    CT_RUN(kernel_outlives_module);
-    CT_RUN(captured_kernels);
-    CT_RUN(kernel_in_break);
-    return ct_finish();
+    return ct_main(argc, argv, cases, CT_COUNT(cases));
 }

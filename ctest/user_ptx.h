@@ -10,6 +10,17 @@
 #ifndef FC_CTEST_USER_PTX_H
 #define FC_CTEST_USER_PTX_H
 
+/* The lines both kernels share, textually: loads n, %r5 = ctaid.x * ntid.x +
+ * tid.x, and branches to $L__<name>_done when %r5 >= n. */
+#define USER_PTX_INDEX_GUARD(name)                                         \
+    "\tld.param.u32 \t%r1, [n];\n"                                         \
+    "\tmov.u32 \t%r2, %ctaid.x;\n"                                         \
+    "\tmov.u32 \t%r3, %ntid.x;\n"                                          \
+    "\tmov.u32 \t%r4, %tid.x;\n"                                           \
+    "\tmad.lo.s32 \t%r5, %r2, %r3, %r4;\n"                                 \
+    "\tsetp.ge.u32 \t%p1, %r5, %r1;\n"                                     \
+    "\t@%p1 bra \t$L__" name "_done;\n"
+
 static const char USER_PTX[] =
     "// fc-graph C tests: user kernels\n"
     ".version 7.0\n"
@@ -29,13 +40,7 @@ static const char USER_PTX[] =
     "\n"
     "\tld.param.u64 \t%rd1, [x];\n"
     "\tld.param.f32 \t%f1, [s];\n"
-    "\tld.param.u32 \t%r1, [n];\n"
-    "\tmov.u32 \t%r2, %ctaid.x;\n"
-    "\tmov.u32 \t%r3, %ntid.x;\n"
-    "\tmov.u32 \t%r4, %tid.x;\n"
-    "\tmad.lo.s32 \t%r5, %r2, %r3, %r4;\n"
-    "\tsetp.ge.u32 \t%p1, %r5, %r1;\n"
-    "\t@%p1 bra \t$L__scale_done;\n"
+    USER_PTX_INDEX_GUARD("scale")
     "\tcvta.to.global.u64 \t%rd2, %rd1;\n"
     "\tmul.wide.u32 \t%rd3, %r5, 4;\n"
     "\tadd.s64 \t%rd4, %rd2, %rd3;\n"
@@ -61,13 +66,7 @@ static const char USER_PTX[] =
     "\tld.param.u64 \t%rd1, [y];\n"
     "\tld.param.u64 \t%rd2, [x];\n"
     "\tld.param.f32 \t%f1, [a];\n"
-    "\tld.param.u32 \t%r1, [n];\n"
-    "\tmov.u32 \t%r2, %ctaid.x;\n"
-    "\tmov.u32 \t%r3, %ntid.x;\n"
-    "\tmov.u32 \t%r4, %tid.x;\n"
-    "\tmad.lo.s32 \t%r5, %r2, %r3, %r4;\n"
-    "\tsetp.ge.u32 \t%p1, %r5, %r1;\n"
-    "\t@%p1 bra \t$L__axpy_done;\n"
+    USER_PTX_INDEX_GUARD("axpy")
     "\tcvta.to.global.u64 \t%rd3, %rd1;\n"
     "\tcvta.to.global.u64 \t%rd4, %rd2;\n"
     "\tmul.wide.u32 \t%rd5, %r5, 4;\n"

@@ -227,6 +227,39 @@ pub fn bench_steps(device: usize, n: usize) -> Result<()> {
             shielded.push(us_since(t0, Instant::now()));
             rig.ctx.synchronize()?;
         }
+        drop(g);
+
+        // The multi-GPU row's cycle: capture + instantiate + launch + sync +
+        // destroy, library against bare calls, alternating.
+        let (mut fc_cycle, mut bare_cycle) = (vec![], vec![]);
+        for _ in 0..iters {
+            let t0 = Instant::now();
+            let cap = rig.ctx.begin_capture(CaptureMode::ThreadLocal)?;
+            rig.fc_chain(k)?;
+            let g = cap.end()?;
+            g.launch()?;
+            rig.ctx.synchronize()?;
+            drop(g);
+            fc_cycle.push(us_since(t0, Instant::now()));
+            let t0 = Instant::now();
+            let mut cg: CUgraph = std::ptr::null_mut();
+            let mut e: CUgraphExec = std::ptr::null_mut();
+            // SAFETY: our stream and live handles; everything made here is destroyed here.
+            unsafe {
+                ok("cuStreamBeginCapture", (d.cuStreamBeginCapture)(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))?;
+                rig.raw_chain(d, k)?;
+                ok("cuStreamEndCapture", (d.cuStreamEndCapture)(stream, &mut cg))?;
+                ok("cuGraphInstantiateWithFlags", (d.cuGraphInstantiateWithFlags)(&mut e, cg, 0))?;
+                ok("cuGraphLaunch", (d.cuGraphLaunch)(e, stream))?;
+                ok("cuStreamSynchronize", (d.cuStreamSynchronize)(stream))?;
+                ok("cuGraphExecDestroy", (d.cuGraphExecDestroy)(e))?;
+                ok("cuGraphDestroy", (d.cuGraphDestroy)(cg))?;
+            }
+            bare_cycle.push(us_since(t0, Instant::now()));
+        }
+        emit_row("step_capture_launch_sync_destroy_fc", k, &mut fc_cycle);
+        emit_row("step_capture_launch_sync_destroy_bare", k, &mut bare_cycle);
+
         emit_row("step_graph_launch_fc", k, &mut fc);
         emit_row("step_graph_launch_bare", k, &mut raw);
         emit_row("step_graph_launch_bare_with_exchange", k, &mut shielded);
