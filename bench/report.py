@@ -149,8 +149,13 @@ def load(path):
                     continue
                 if isinstance(obj, dict) and "row" in obj:
                     key = (str(obj["row"]), int(obj.get("kernels", 0)))
+                    ratios = rows[key].get("round_ratios", []) if key in rows else []
+                    if isinstance(obj.get("ratio_vs_1dev"), (int, float)):
+                        ratios = ratios + [obj["ratio_vs_1dev"]]
                     if key not in rows or better(obj, rows[key]):
                         rows[key] = obj
+                    if ratios:
+                        rows[key]["round_ratios"] = ratios
                     continue
             notes.append(line)
     return rows, notes, None
@@ -264,7 +269,12 @@ def goals_for(row, k, fc, raw, torch, data, status):
         elif fv is None or one is None:
             out.append((text, fc_missing))
         else:
-            r = fv / one
+            # Each round measures 1 and 2 devices back to back in one process;
+            # the goal reads the median of those paired ratios (the best
+            # rounds of 1 and 2 devices need not be the same round).
+            ratios = sorted(fc.get("round_ratios") or [fv / one])
+            r = ratios[(len(ratios) - 1) // 2]
+            text += f" (median of per-round ratios {', '.join(f'{x:.2f}' for x in ratios)})"
             out.append((text, "met" if r >= MULTI_GPU_GOAL else f"MISSED ({r:.2f}x)"))
 
     # faster than PyTorch on every row PyTorch has

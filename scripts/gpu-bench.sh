@@ -37,7 +37,7 @@ BENCH_TIMEOUT=${BENCH_TIMEOUT:-120}
 PYTHON=${PYTHON:-python3}
 CC=${CC:-gcc}
 read -r -a EXTRA <<< "${BENCH_ARGS:-}"
-COMMAND_LINE="scripts/gpu-bench.sh${1:+ $1}${BENCH_ARGS:+ (BENCH_ARGS=\"$BENCH_ARGS\")}"
+COMMAND_LINE="scripts/gpu-bench.sh${1:+ $1} (rounds ${BENCH_ROUNDS:-5}, multi-GPU windows ${BENCH_MULTI_GPU_SECS:-3} s${BENCH_ARGS:+, BENCH_ARGS=\"$BENCH_ARGS\"})"
 
 cd "$ROOT"
 mkdir -p "$OUT"
@@ -109,7 +109,10 @@ declare -A FIRST_STATUS
 # Host timings on a shared VM move between processes: every implementation
 # runs BENCH_ROUNDS times, alternating, pinned to the same cores, and the
 # report keeps each implementation's best round per row (same rule for all).
-ROUNDS=${BENCH_ROUNDS:-3}
+ROUNDS=${BENCH_ROUNDS:-5}
+# Longer multi-GPU windows than the programs' 1 s default: the 1- and
+# 2-device rates move a lot between 1 s windows on this VM.
+MULTI_GPU_SECS=${BENCH_MULTI_GPU_SECS:-3}
 PIN=()
 if command -v taskset > /dev/null && [ -n "${BENCH_PIN-2-5}" ]; then
     PIN=(taskset -c "${BENCH_PIN-2-5}")
@@ -187,7 +190,7 @@ else
 fi
 run_fc() {
     if [ -x "$FC_BENCH" ]; then
-        run_impl fc "$FC_BENCH" ${EXTRA[@]+"${EXTRA[@]}"}
+        run_impl fc "$FC_BENCH" --multi-gpu-secs "$MULTI_GPU_SECS" ${EXTRA[@]+"${EXTRA[@]}"}
     else
         log "fc-bench binary not found or not executable: $FC_BENCH"
         STATUS[fc]="missing binary ($FC_BENCH)"
@@ -197,7 +200,7 @@ run_fc() {
 }
 run_raw() {
     if [ "$RAW_OK" -eq 1 ]; then
-        run_impl raw "$RAW_BIN" "$PTX" ${EXTRA[@]+"${EXTRA[@]}"}
+        run_impl raw "$RAW_BIN" "$PTX" --multi-gpu-secs "$MULTI_GPU_SECS" ${EXTRA[@]+"${EXTRA[@]}"}
     fi
 }
 # Odd rounds run fc first, even rounds raw first.
