@@ -210,14 +210,16 @@ impl<L> Capture<L> {
             };
             let updated = match graph.segment_exec(i) {
                 Some(exec) => exec.update_from(g),
-                None => Ok(false),
+                None => Ok(None),
             };
             built.push(match updated {
-                Ok(true) => {
+                Ok(Some(old_source)) => {
+                    // Destroying a graph costs time per node: off this thread.
+                    crate::reaper::destroy_later(&self.ctx, old_source);
                     report.updated += 1;
                     Piece::Reuse(i)
                 }
-                Ok(false) => {
+                Ok(None) => {
                     report.instantiated += 1;
                     match GraphExec::instantiate(self.ctx.raw_context(), g) {
                         Ok(e) => Piece::Segment(Some(e)),
