@@ -329,12 +329,6 @@ fn recapture_updates_graph_in_place() -> TestResult {
     println!("update report {report:?} (driver has cuGraphExecUpdate: {in_place})");
     ensure!(report.updated + report.instantiated == 1, "one segment: {report:?}");
     ensure!(!in_place || report.updated == 1, "same topology must update in place: {report:?}");
-    // The replaced source graph is destroyed on the reaper thread, soon.
-    let t0 = std::time::Instant::now();
-    while fc_graph::pending_graph_destroys() > 0 && t0.elapsed().as_secs() < 5 {
-        thread::sleep(std::time::Duration::from_millis(1));
-    }
-    ensure!(fc_graph::pending_graph_destroys() == 0, "the reaper did not destroy the replaced graph");
     g.launch().map_err(fail)?;
     let mut want = xs2.clone();
     chain_cpu(&mut want, &ys2, 13);

@@ -210,16 +210,14 @@ impl<L> Capture<L> {
             };
             let updated = match graph.segment_exec(i) {
                 Some(exec) => exec.update_from(g),
-                None => Ok(None),
+                None => Ok(false),
             };
             built.push(match updated {
-                Ok(Some(old_source)) => {
-                    // Destroying a graph costs time per node: off this thread.
-                    crate::reaper::destroy_later(&self.ctx, old_source);
+                Ok(true) => {
                     report.updated += 1;
                     Piece::Reuse(i)
                 }
-                Ok(None) => {
+                Ok(false) => {
                     report.instantiated += 1;
                     match GraphExec::instantiate(self.ctx.raw_context(), g) {
                         Ok(e) => Piece::Segment(Some(e)),

@@ -45,12 +45,11 @@ impl GraphExec {
     }
 
     /// Updates this executable graph in place from `graph` (same topology,
-    /// new parameters). `Ok(Some(old))`: done; the executable adopts
-    /// `graph` as its source and hands back the old source for the caller
-    /// to dispose of. `Ok(None)`: the driver cannot (topology changed, or a
-    /// driver older than CUDA 12.0 lacks `cuGraphExecUpdate`) and the caller
-    /// still owns `graph`, as on error.
-    pub(crate) fn update_from(&mut self, graph: CUgraph) -> Result<Option<CUgraph>> {
+    /// new parameters). `Ok(true)`: done, and the executable adopts `graph`
+    /// as its source (the old one is destroyed). `Ok(false)`: the driver
+    /// cannot (topology changed, or a driver older than CUDA 12.0 lacks
+    /// `cuGraphExecUpdate`) and the caller still owns `graph`, as on error.
+    pub(crate) fn update_from(&mut self, graph: CUgraph) -> Result<bool> {
         let exec = self.exec;
         let updated = shielded(self.raw_ctx, |d| {
             let Some(update) = d.cuGraphExecUpdate else {
@@ -68,7 +67,10 @@ impl GraphExec {
             }
             check("cuGraphExecUpdate", res).map(|()| true)
         })?;
-        Ok(updated.then(|| std::mem::replace(&mut self.source, graph)))
+        if updated {
+            destroy_graph(self.raw_ctx, std::mem::replace(&mut self.source, graph));
+        }
+        Ok(updated)
     }
 
     /// Launches on `stream` (asynchronous).

@@ -7,7 +7,6 @@
 //! - [`Module`]/[`Kernel`] (user PTX), the built-in add/mul kernels;
 //! - [`Capture`] (guard, breaks) and [`Graph`] (segments + breaks, replay
 //!   with a live value); [`buckets`] (token buckets and the bucketed runner);
-//!   [`reaper`] (graph destruction off the caller's thread);
 //! - [`capi`]: the C ABI of `libfcgraph.so` (`include/cuda/fc_cuda.h`).
 
 pub mod buckets;
@@ -24,7 +23,6 @@ pub mod graph;
 pub mod module;
 pub mod pool;
 pub mod ptx_params;
-pub mod reaper;
 
 pub use buffer::{DeviceBuffer, Origin};
 pub use builtins::BinaryOp;
@@ -36,7 +34,6 @@ pub use error::{Error, Result};
 pub use event::Event;
 pub use graph::{BreakFn, Graph, UpdateReport};
 pub use module::{Kernel, KernelArg, LaunchConfig, Module};
-pub use reaper::pending_graph_destroys;
 
 /// The library version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
