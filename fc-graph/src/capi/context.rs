@@ -83,7 +83,7 @@ pub unsafe extern "C" fn fc_cuda_ctx_free(ctx: *mut fc_cuda_ctx) {
         // SAFETY: a live handle from Arc::into_raw, released once here.
         let handle = unsafe { Arc::from_raw(ctx.cast::<CtxHandle>().cast_const()) };
         // Abort an open capture first: its breaks hold references to the handle.
-        let open = super::context::lock_slot(&handle).ok().and_then(|mut s| s.take());
+        let open = lock_slot(&handle).ok().and_then(|mut s| s.take());
         drop(open);
         drop(handle);
     })
