@@ -68,7 +68,38 @@ impl ModuleHandle {
             })?;
             Ok(f)
         })?;
+        self.cross_check(f, &entry)?;
         Ok((f, entry))
+    }
+
+    /// Compares the parameter list parsed from the PTX with the driver's
+    /// own (`cuFuncGetParamInfo`, CUDA 12.4+ drivers; skipped on older
+    /// ones), so argument checking never rests on a misparsed signature.
+    fn cross_check(&self, f: CUfunction, entry: &PtxEntry) -> Result<()> {
+        bound(self.raw_ctx, |d| {
+            let Some(param_info) = d.cuFuncGetParamInfo else { return Ok(()) };
+            let (mut offset, mut size) = (0usize, 0usize);
+            for (i, p) in entry.params.iter().enumerate() {
+                // SAFETY: live function; valid out-pointers.
+                check("cuFuncGetParamInfo", unsafe { param_info(f, i, &mut offset, &mut size) })?;
+                if size != p.size {
+                    return Err(Error::invalid(format!(
+                        "{}: parameter {i} ({}) is {size} bytes to the driver, {} bytes in the PTX text",
+                        entry.name, p.name, p.size
+                    )));
+                }
+            }
+            // SAFETY: as above; one past the last parameter must not exist.
+            let past_end = unsafe { param_info(f, entry.params.len(), &mut offset, &mut size) };
+            if past_end == CUDA_SUCCESS {
+                return Err(Error::invalid(format!(
+                    "{}: the driver reports more than the {} parameters the PTX text declares",
+                    entry.name,
+                    entry.params.len()
+                )));
+            }
+            Ok(())
+        })
     }
 }
 
