@@ -41,15 +41,11 @@ impl Context {
 
     /// Opens a capture whose breaks receive a live `L` at replay.
     pub fn begin_breakable<L>(&self, mode: CaptureMode) -> Result<Capture<L>> {
-        let mut flags = lock(&self.inner.flags);
-        if flags.capturing.is_some() {
-            return Err(Error::capture_state("a capture is already open on this context"));
-        }
-        if flags.in_break {
-            return Err(Error::capture_state("cannot begin a capture inside a break function"));
-        }
+        let mut state = lock(&self.inner.capture_state);
+        let mut next = *state;
+        next.begin(std::thread::current().id())?;
         self.begin_segment(mode)?;
-        flags.capturing = Some(std::thread::current().id());
+        *state = next;
         Ok(Capture { ctx: self.clone(), mode, pieces: Vec::new(), segment_open: true, failed: None })
     }
 
@@ -279,8 +275,6 @@ impl<L> Drop for Capture<L> {
                 self.ctx.destroy_graph(g);
             }
         }
-        let mut flags = lock(&self.ctx.inner.flags);
-        flags.capturing = None;
-        flags.in_break = false;
+        lock(&self.ctx.inner.capture_state).end();
     }
 }

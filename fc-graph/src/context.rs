@@ -3,11 +3,11 @@
 //! stream, capture state and capture pool).
 
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
-use std::thread::ThreadId;
 
 use cuda_sys::*;
 
 use crate::builtins::Builtins;
+use crate::capture_state::CaptureState;
 use crate::device::Device;
 use crate::driver::{bound, check, driver, shielded};
 use crate::error::{Error, Result};
@@ -39,15 +39,6 @@ impl CaptureMode {
     }
 }
 
-/// What the context is doing, capture-wise.
-#[derive(Debug, Default)]
-pub(crate) struct CaptureFlags {
-    /// The thread that opened the current capture, if one is open.
-    pub(crate) capturing: Option<ThreadId>,
-    /// A break function of the current capture is running.
-    pub(crate) in_break: bool,
-}
-
 /// A context on one device. Cheap to clone (shared handle); `Send + Sync`.
 #[derive(Clone)]
 pub struct Context {
@@ -59,7 +50,7 @@ pub(crate) struct ContextInner {
     pub(crate) raw: CUcontext,
     pub(crate) stream: CUstream,
     pub(crate) builtins: OnceLock<Builtins>,
-    pub(crate) flags: Mutex<CaptureFlags>,
+    pub(crate) capture_state: Mutex<CaptureState>,
     pub(crate) pool: Mutex<PoolAllocator>,
 }
 
@@ -112,7 +103,7 @@ impl Context {
                 raw,
                 stream,
                 builtins: OnceLock::new(),
-                flags: Mutex::new(CaptureFlags::default()),
+                capture_state: Mutex::new(CaptureState::default()),
                 pool: Mutex::new(PoolAllocator::default()),
             }),
         })
@@ -141,31 +132,36 @@ impl Context {
     /// Whether a capture is open on this context (also while one of its
     /// break functions runs).
     pub fn capture_open(&self) -> bool {
-        lock(&self.inner.flags).capturing.is_some()
+        lock(&self.inner.capture_state).is_open()
     }
 
     /// Whether the context's stream is recording right now: a capture is
     /// open and none of its break functions is running.
     pub fn is_capturing(&self) -> bool {
-        let f = lock(&self.inner.flags);
-        f.capturing.is_some() && !f.in_break
+        lock(&self.inner.capture_state).is_recording()
     }
 
     /// Whether a break function of this context is running (while a
     /// capture records it, or during a replay).
     pub fn in_break(&self) -> bool {
-        lock(&self.inner.flags).in_break
+        lock(&self.inner.capture_state).in_break()
+    }
+
+    /// Whether a break reached now just runs its function: no capture is
+    /// open, or another break's function is running (no nested split).
+    pub fn break_passes_through(&self) -> bool {
+        lock(&self.inner.capture_state).break_passes_through()
     }
 
     /// Runs a break function with the context marked as inside a break (at
     /// capture and at replay): nested breaks pass through and no capture
     /// may begin meanwhile. The mark is restored even if `f` fails.
     pub(crate) fn run_break<T>(&self, f: impl FnOnce() -> T) -> T {
-        let was = std::mem::replace(&mut lock(&self.inner.flags).in_break, true);
+        let was = lock(&self.inner.capture_state).enter_break();
         struct Restore<'a>(&'a Context, bool);
         impl Drop for Restore<'_> {
             fn drop(&mut self) {
-                lock(&self.0.inner.flags).in_break = self.1;
+                lock(&self.0.inner.capture_state).leave_break(self.1);
             }
         }
         let _restore = Restore(self, was);

@@ -14,6 +14,7 @@ pub mod buffer;
 pub mod builtins;
 pub mod capi;
 pub mod capture;
+pub mod capture_state;
 pub mod context;
 pub mod device;
 pub mod driver;

@@ -373,3 +373,83 @@ impl Kernel {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PTX: &str = "
+.version 7.0
+.target sm_35
+.address_size 64
+.visible .entry k(
+	.param .u64 ptr,
+	.param .f32 scale,
+	.param .u32 n,
+	.param .b32 bits,
+	.param .align 4 .b8 blob[12],
+	.param .s64 offset
+)
+{
+	ret;
+}
+";
+
+    fn params() -> Vec<PtxParam> {
+        parse_entries(PTX).expect("test PTX parses")[0].params.clone()
+    }
+
+    fn accepts(index: usize, arg: KernelArg<'_>) -> bool {
+        check_arg("k", index, &params()[index], &arg).is_ok()
+    }
+
+    #[test]
+    fn pointer_parameters_take_64_bit_integers() {
+        assert!(accepts(0, KernelArg::Ptr(0x1000)));
+        assert!(accepts(0, KernelArg::U64(1)));
+        assert!(accepts(0, KernelArg::I64(-1)));
+        assert!(!accepts(0, KernelArg::U32(1)), "4 bytes for an 8-byte parameter");
+        assert!(!accepts(0, KernelArg::F64(1.0)), "a float for an integer parameter");
+        assert!(accepts(5, KernelArg::I64(-8)));
+    }
+
+    #[test]
+    fn float_and_integer_parameters_are_not_mixed() {
+        assert!(accepts(1, KernelArg::F32(2.0)));
+        assert!(!accepts(1, KernelArg::U32(2)));
+        assert!(!accepts(1, KernelArg::F64(2.0)));
+        assert!(accepts(2, KernelArg::U32(7)));
+        assert!(accepts(2, KernelArg::I32(-7)));
+        assert!(!accepts(2, KernelArg::F32(7.0)));
+    }
+
+    #[test]
+    fn bit_parameters_take_either_kind_of_the_right_size() {
+        assert!(accepts(3, KernelArg::F32(1.0)));
+        assert!(accepts(3, KernelArg::U32(1)));
+        assert!(!accepts(3, KernelArg::U64(1)));
+    }
+
+    #[test]
+    fn byte_arrays_take_exactly_their_size() {
+        assert!(accepts(4, KernelArg::Bytes(&[0; 12])));
+        assert!(!accepts(4, KernelArg::Bytes(&[0; 8])));
+        assert!(!accepts(4, KernelArg::U64(0)));
+    }
+
+    #[test]
+    fn mismatch_message_names_kernel_argument_and_declaration() {
+        let e = check_arg("k", 1, &params()[1], &KernelArg::U32(3)).unwrap_err().to_string();
+        assert!(e.contains("k: argument 1 (scale)") && e.contains("F32"), "{e}");
+    }
+
+    #[test]
+    fn launch_dimensions_must_be_non_zero() {
+        let ok = LaunchConfig::for_elements(1000, 256);
+        assert_eq!(ok.grid, (4, 1, 1));
+        assert!(ok.validate().is_ok());
+        let bad = LaunchConfig { grid: (1, 0, 1), ..ok };
+        assert!(matches!(bad.validate(), Err(Error::InvalidArgument(_))));
+        assert_eq!(LaunchConfig::for_elements(0, 256).grid, (1, 1, 1));
+    }
+}

@@ -188,7 +188,7 @@ pub unsafe extern "C" fn fc_graph_break_ctx(ctx: *mut fc_cuda_ctx, f: fc_break_f
             handle: unsafe { ctx_arc(ctx) },
         };
         // Pass straight through outside a capture and inside a running break.
-        if h.ctx.in_break() || !h.ctx.capture_open() {
+        if h.ctx.break_passes_through() {
             return brk.call(h.running_live.load(Ordering::SeqCst));
         }
         let mut slot = lock_slot(h)?;
