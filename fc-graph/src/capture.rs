@@ -164,13 +164,7 @@ impl<L> Capture<L> {
         let mut failure = None;
         for p in pieces {
             built.push(match p {
-                Pending::Segment(Some(g)) => match GraphExec::instantiate(self.ctx.raw_context(), g) {
-                    Ok(e) => Piece::Segment(Some(e)),
-                    Err(e) => {
-                        failure.get_or_insert(e);
-                        Piece::Segment(None)
-                    }
-                },
+                Pending::Segment(Some(g)) => self.instantiate_piece(g, &mut failure),
                 Pending::Segment(None) => Piece::Segment(None),
                 Pending::Break(f) => Piece::Break(f),
             });
@@ -215,13 +209,7 @@ impl<L> Capture<L> {
                 }
                 Ok(false) => {
                     report.instantiated += 1;
-                    match GraphExec::instantiate(self.ctx.raw_context(), g) {
-                        Ok(e) => Piece::Segment(Some(e)),
-                        Err(e) => {
-                            failure.get_or_insert(e);
-                            Piece::Segment(None)
-                        }
-                    }
+                    self.instantiate_piece(g, &mut failure)
                 }
                 Err(e) => {
                     self.ctx.destroy_graph(Some(g));
@@ -235,6 +223,19 @@ impl<L> Capture<L> {
         }
         graph.replace_pieces(built);
         Ok(report)
+    }
+
+    /// Instantiates a recorded segment (taking ownership of `g`); on failure
+    /// records the first error in `failure` and yields an empty segment, so
+    /// the caller still disposes of every other recorded graph.
+    fn instantiate_piece(&self, g: CUgraph, failure: &mut Option<Error>) -> Piece<L> {
+        match GraphExec::instantiate(self.ctx.raw_context(), g) {
+            Ok(e) => Piece::Segment(Some(e)),
+            Err(e) => {
+                failure.get_or_insert(e);
+                Piece::Segment(None)
+            }
+        }
     }
 
     /// Ends the last segment and hands over the recorded pieces.
