@@ -63,7 +63,7 @@ finish() {
 
 lib_in() { # lib_in DIR -> path of the library in DIR
     local f
-    for f in libfc_graph.so libfcgraph.so; do
+    for f in libfcgraph.so; do
         if [[ -f "$1/$f" ]]; then
             printf '%s\n' "$1/$f"
             return 0
@@ -75,13 +75,13 @@ lib_in() { # lib_in DIR -> path of the library in DIR
 locate_lib() { # locate_lib [LIBDIR] -> path of the built library
     local dir=${1:-${FC_LIBDIR:-}}
     if [[ -n $dir ]]; then
-        lib_in "$dir" || die "no libfc_graph.so or libfcgraph.so in $dir"
+        lib_in "$dir" || die "no libfcgraph.so in $dir"
         return 0
     fi
     command -v cargo >/dev/null || die "no LIBDIR, no FC_LIBDIR and no cargo to build the library"
-    log "building: cargo build --release -p fc-graph" >&2
-    (cd "$ROOT" && cargo build --release -p fc-graph) >&2 || die "cargo build --release -p fc-graph failed"
-    lib_in "${CARGO_TARGET_DIR:-$ROOT/target}/release" || die "cargo built no libfc_graph.so"
+    log "building: cargo build --release -p fcgraph-capi" >&2
+    (cd "$ROOT" && cargo build --release -p fcgraph-capi) >&2 || die "cargo build --release -p fcgraph-capi failed"
+    lib_in "${CARGO_TARGET_DIR:-$ROOT/target}/release" || die "cargo built no libfcgraph.so"
 }
 
 # ---- checks ------------------------------------------------------------------
@@ -94,10 +94,10 @@ check_soname() { # check_soname LIB
     fi
     soname=$(readelf -d "$1" | sed -n 's/.*(SONAME).*\[\(.*\)\].*/\1/p')
     log "SONAME of $1: ${soname:-<none>}"
-    if [[ $soname == libfcgraph.so ]]; then
-        record PASS "soname" "libfcgraph.so"
+    if [[ $soname == libfcgraph.so.0 ]]; then
+        record PASS "soname" "libfcgraph.so.0"
     else
-        record FAIL "soname" "is '${soname:-<none>}', want libfcgraph.so"
+        record FAIL "soname" "is '${soname:-<none>}', want libfcgraph.so.0"
     fi
 }
 
@@ -159,9 +159,11 @@ build_all() {
     local out=$1 lib=$2 t
     mkdir -p "$out/bin" "$out/lib"
     if [[ ! "$lib" -ef "$out/lib/libfcgraph.so" ]]; then
-        rm -f "$out/lib/libfcgraph.so"
+        rm -f "$out/lib/libfcgraph.so" "$out/lib/libfcgraph.so.0"
         cp "$lib" "$out/lib/libfcgraph.so"
     fi
+    # The programs record the soname, libfcgraph.so.0, as their dependency.
+    ln -sf libfcgraph.so "$out/lib/libfcgraph.so.0"
     log "library: $lib -> $out/lib/libfcgraph.so"
 
     section checks

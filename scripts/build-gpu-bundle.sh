@@ -7,10 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 rm -rf .bundle && mkdir -p .bundle/tests .bundle/bin
-cargo build --release -p fc-graph -p fc-bench --examples --bins
+cargo build --release --workspace --lib --examples --bins
 cp target/release/examples/demo .bundle/bin/demo
 cp target/release/fc-bench .bundle/bin/fc-bench
-mkdir -p .bundle/lib && cp target/release/libfc_graph.so .bundle/lib/libfcgraph.so
+mkdir -p .bundle/lib && cp target/release/libfcgraph.so .bundle/lib/libfcgraph.so && ln -sf libfcgraph.so .bundle/lib/libfcgraph.so.0
 # Test executables, as cargo reports them.
 cargo test --release --workspace --no-run --message-format=json 2>/dev/null |
   python3 -c '

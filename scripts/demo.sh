@@ -5,6 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
-cargo build --release -p fc-graph
-echo "built: target/release/libfc_graph.so (soname libfcgraph.so)"
+cargo build --release -p fcgraph-capi
+echo "built: target/release/libfcgraph.so (soname libfcgraph.so.0)"
 cargo run --release -q -p fc-graph --example demo -- "$@"

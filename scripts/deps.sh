@@ -1,14 +1,28 @@
 #!/usr/bin/env bash
-# Installs what building and testing need beyond the Rust toolchain:
-# libclang (bindgen: the header check in fc-graph/build.rs and the cuda-sys
-# audit) and a C compiler. Idempotent; a no-op when everything is there.
+# Installs what building and testing need beyond the Rust toolchain: a C
+# compiler, python3 (the CUDA header fetch), and libclang for bindgen (the
+# header == exports check of capi/build.rs and the cuda-sys audit; the Rust
+# library fc-graph itself needs none of it). Idempotent and quiet: a no-op
+# when everything is there.
 set -euo pipefail
-have_libclang() {
-  ldconfig -p 2>/dev/null | grep -q 'libclang[-.0-9]*\.so' ||
-    ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1
+
+# libclang as clang-sys (bindgen) looks for it: libclang.so, libclang.so.N or
+# libclang-N.so, in $LIBCLANG_PATH or the usual library folders. Not to be
+# confused with libclang-cpp.so, which bindgen cannot use.
+find_libclang() {
+  local d f
+  for d in ${LIBCLANG_PATH:-} /usr/lib/llvm-*/lib /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib \
+    /usr/local/lib /usr/local/lib64 /usr/lib/aarch64-linux-gnu; do
+    [ -d "$d" ] || continue
+    for f in "$d"/libclang.so "$d"/libclang.so.* "$d"/libclang-[0-9]*.so "$d"/libclang-[0-9]*.so.*; do
+      [ -e "$f" ] && { echo "$f"; return 0; }
+    done
+  done
+  return 1
 }
+
 missing=()
-have_libclang || missing+=(libclang-dev)
+find_libclang >/dev/null || missing+=(libclang-dev)
 command -v cc >/dev/null || missing+=(gcc)
 command -v g++ >/dev/null || missing+=(g++)
 command -v python3 >/dev/null || missing+=(python3 python3-pip)
@@ -17,4 +31,5 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  find_libclang >/dev/null || { echo "deps: libclang still not found after installing libclang-dev" >&2; exit 1; }
 fi

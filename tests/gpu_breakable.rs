@@ -22,12 +22,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use fc_graph::buckets::{padded_tail_range, real_rows, BucketError, BucketedRunner};
-use fc_graph::capi::{self, fc_buffer, fc_cuda_ctx, fc_kernel, fc_module};
 use fc_graph::ptx_params::ParamKind;
 use fc_graph::{
     Capture, CaptureMode, Context, DeviceBuffer, Error, Graph, Kernel, KernelArg, LaunchConfig, Module, Origin,
 };
 use fc_graph_tests::{download, ensure, fail, run_gpu_tests, upload, GpuTest, Rng, TEST_PTX};
+use fcgraph::{self as capi, fc_buffer, fc_cuda_ctx, fc_kernel, fc_module};
 use libtest_mimic::Failed;
 
 type TestResult = Result<(), Failed>;

@@ -5,8 +5,8 @@
 
 use std::ffi::CStr;
 
-use ::fc_graph::capi::*;
 use ::fc_graph::{Context, Device, Error};
+use fcgraph::*;
 
 fn without_driver() {
     // Set before the first driver() call of this process; every test sets
@@ -54,7 +54,7 @@ fn c_api_returns_null_with_reason() {
     assert_eq!(v, ::fc_graph::VERSION);
 }
 
-/// The build-time signature check (fc-graph/build.rs) covers every function
+/// The build-time signature check (capi/build.rs) covers every function
 /// the header declares: count the declarations in the header text.
 #[test]
 fn header_functions_are_all_checked() {

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::module::ModuleHandle;
 
 /// The PTX text, embedded at build time.
-pub const ELEMENTWISE_PTX: &str = include_str!("../../kernels/elementwise.ptx");
+pub const ELEMENTWISE_PTX: &str = include_str!("../kernels/elementwise.ptx");
 
 /// Threads per block of the element-wise kernels.
 const BLOCK: u32 = 256;

@@ -47,12 +47,12 @@ impl Error {
     }
 
     /// Shorthand for [`Error::InvalidArgument`].
-    pub(crate) fn invalid(msg: impl Into<String>) -> Error {
+    pub fn invalid(msg: impl Into<String>) -> Error {
         Error::InvalidArgument(msg.into())
     }
 
     /// Shorthand for [`Error::CaptureState`].
-    pub(crate) fn capture_state(msg: impl Into<String>) -> Error {
+    pub fn capture_state(msg: impl Into<String>) -> Error {
         Error::CaptureState(msg.into())
     }
 }

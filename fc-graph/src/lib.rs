@@ -7,12 +7,10 @@
 //! - [`Module`]/[`Kernel`] (user PTX), the built-in add/mul kernels;
 //! - [`Capture`] (guard, breaks) and [`Graph`] (segments + breaks, replay
 //!   with a live value); [`buckets`] (token buckets and the bucketed runner);
-//! - [`capi`]: the C ABI of `libfcgraph.so` (`include/cuda/fc_cuda.h`).
 
 pub mod buckets;
 pub mod buffer;
 pub mod builtins;
-pub mod capi;
 pub mod capture;
 pub mod capture_state;
 pub mod context;

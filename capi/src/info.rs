@@ -3,7 +3,7 @@
 use std::os::raw::{c_char, c_int};
 
 use super::{last_error_code, last_error_ptr, value};
-use crate::device::Device;
+use ::fc_graph::device::Device;
 
 static VERSION_C: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
 

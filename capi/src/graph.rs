@@ -7,9 +7,9 @@ use std::sync::Arc;
 use super::context::{ctx_arc, ctx_handle, lock_slot, CLive, CtxHandle};
 use super::header::{fc_break_fn, fc_cuda_ctx, fc_graph};
 use super::{deref, handle_or_null, release, status, value};
-use crate::context::CaptureMode;
-use crate::error::{Error, Result};
-use crate::graph::Graph;
+use ::fc_graph::context::CaptureMode;
+use ::fc_graph::graph::Graph;
+use ::fc_graph::{Error, Result};
 
 /// A C break function with its frozen `user` pointer and the handle it is
 /// given back.

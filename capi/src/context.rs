@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex};
 
 use super::header::fc_cuda_ctx;
 use super::{deref, handle_or_null, release, status, value};
-use crate::capture::Capture;
-use crate::context::Context;
-use crate::error::{Error, Result};
+use ::fc_graph::capture::Capture;
+use ::fc_graph::context::Context;
+use ::fc_graph::{Error, Result};
 
 /// The live pointer C break functions receive.
 #[derive(Debug, Clone, Copy)]

@@ -6,8 +6,8 @@ use std::os::raw::{c_char, c_int, c_uint, c_void};
 use super::context::ctx_handle;
 use super::header::{fc_cuda_ctx, fc_kernel, fc_module};
 use super::{deref, handle_or_null, release, status, value};
-use crate::error::{Error, Result};
-use crate::module::{Kernel, LaunchConfig, Module};
+use ::fc_graph::module::{Kernel, LaunchConfig, Module};
+use ::fc_graph::{Error, Result};
 
 /// Reads a NUL-terminated string argument.
 ///

@@ -5,9 +5,9 @@ use std::os::raw::{c_int, c_void};
 use super::context::ctx_handle;
 use super::header::{fc_buffer, fc_cuda_ctx};
 use super::{deref, handle_or_null, release, status, value};
-use crate::buffer::DeviceBuffer;
-use crate::builtins::BinaryOp;
-use crate::error::{Error, Result};
+use ::fc_graph::buffer::DeviceBuffer;
+use ::fc_graph::builtins::BinaryOp;
+use ::fc_graph::{Error, Result};
 
 /// Borrows the buffer behind `buf`.
 ///
