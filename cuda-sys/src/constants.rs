@@ -67,6 +67,9 @@ constants! {
         CU_EVENT_BLOCKING_SYNC = 1,
         CU_EVENT_DISABLE_TIMING = 2,
     }
+    CUctx_flags {
+        CU_CTX_SCHED_AUTO = 0,
+    }
     CUdevice_attribute {
         CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
         CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,

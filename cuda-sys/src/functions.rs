@@ -129,6 +129,10 @@ driver_functions! {
     required fn cuCtxPopCurrent(pctx: *mut CUcontext) -> CUresult = 4000;
     required fn cuCtxGetCurrent(pctx: *mut CUcontext) -> CUresult = 4000;
     required fn cuCtxSetCurrent(ctx: CUcontext) -> CUresult = 4000;
+    /// A private context (isolated from the primary context's device-wide
+    /// synchronisations); the 3.2 ABI (`cuCtxCreate_v2`), in every driver.
+    required fn cuCtxCreate(pctx: *mut CUcontext, flags: c_uint, dev: CUdevice) -> CUresult = 3020;
+    required fn cuCtxDestroy(ctx: CUcontext) -> CUresult = 4000;
 
     // --- streams and capture ---------------------------------------------
     required fn cuStreamCreate(phStream: *mut CUstream, Flags: c_uint) -> CUresult = 2000;

@@ -81,6 +81,8 @@ aliases! {
     pub type CUstream_flags = c_uint;
     /// `enum CUevent_flags_enum`.
     pub type CUevent_flags = c_uint;
+    /// `enum CUctx_flags_enum`.
+    pub type CUctx_flags = c_uint;
     /// `enum CUdevice_attribute_enum`.
     pub type CUdevice_attribute = c_uint;
     /// `enum CUjit_option_enum`.

@@ -48,7 +48,8 @@ unsafe impl Sync for Builtins {}
 
 impl Builtins {
     fn load(ctx: &Context) -> Result<Builtins> {
-        let module = ModuleHandle::load(ctx.raw_context(), ELEMENTWISE_PTX)?;
+        // No owner: the context destroys its built-ins itself, first.
+        let module = ModuleHandle::load_unowned(ctx.raw_context(), ELEMENTWISE_PTX)?;
         let (add, _) = module.function(BinaryOp::Add.name())?;
         let (mul, _) = module.function(BinaryOp::Mul.name())?;
         Ok(Builtins { add, mul, _module: module })

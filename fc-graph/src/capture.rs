@@ -229,7 +229,7 @@ impl<L> Capture<L> {
     /// records the first error in `failure` and yields an empty segment, so
     /// the caller still disposes of every other recorded graph.
     fn instantiate_piece(&self, g: CUgraph, failure: &mut Option<Error>) -> Piece<L> {
-        match GraphExec::instantiate(self.ctx.raw_context(), g) {
+        match GraphExec::instantiate(&self.ctx, g) {
             Ok(e) => Piece::Segment(Some(e)),
             Err(e) => {
                 failure.get_or_insert(e);

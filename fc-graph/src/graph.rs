@@ -14,10 +14,14 @@ pub type BreakFn<L> = Box<dyn Fn(&Context, &L) -> Result<()> + Send + Sync>;
 /// An instantiated executable graph and the graph it was made from; both
 /// destroyed on drop. Keeping the source graph until then keeps its
 /// destruction out of `Capture::end` (it costs microseconds per capture).
+///
+/// Order of destruction: `Drop::drop` destroys both graphs while `ctx`
+/// still holds the context; the context reference is released after, by
+/// the field drop.
 pub(crate) struct GraphExec {
     exec: CUgraphExec,
     source: CUgraph,
-    raw_ctx: CUcontext,
+    ctx: Context,
 }
 
 // SAFETY: executable graphs may be launched and destroyed from any thread.
@@ -28,7 +32,8 @@ unsafe impl Sync for GraphExec {}
 impl GraphExec {
     /// Instantiates `graph` and takes ownership of it (destroyed with the
     /// executable, or right away when instantiation fails).
-    pub(crate) fn instantiate(raw_ctx: CUcontext, graph: CUgraph) -> Result<GraphExec> {
+    pub(crate) fn instantiate(ctx: &Context, graph: CUgraph) -> Result<GraphExec> {
+        let raw_ctx = ctx.raw_context();
         let exec = shielded(raw_ctx, |d| {
             let mut exec: CUgraphExec = std::ptr::null_mut();
             // SAFETY: valid out-pointer and a live graph.
@@ -36,7 +41,7 @@ impl GraphExec {
             Ok(exec)
         });
         match exec {
-            Ok(exec) => Ok(GraphExec { exec, source: graph, raw_ctx }),
+            Ok(exec) => Ok(GraphExec { exec, source: graph, ctx: ctx.clone() }),
             Err(e) => {
                 destroy_graph(raw_ctx, graph);
                 Err(e)
@@ -51,7 +56,7 @@ impl GraphExec {
     /// `cuGraphExecUpdate`) and the caller still owns `graph`, as on error.
     pub(crate) fn update_from(&mut self, graph: CUgraph) -> Result<bool> {
         let exec = self.exec;
-        let updated = shielded(self.raw_ctx, |d| {
+        let updated = shielded(self.ctx.raw_context(), |d| {
             let Some(update) = d.cuGraphExecUpdate else {
                 return Ok(false);
             };
@@ -68,7 +73,7 @@ impl GraphExec {
             check("cuGraphExecUpdate", res).map(|()| true)
         })?;
         if updated {
-            destroy_graph(self.raw_ctx, std::mem::replace(&mut self.source, graph));
+            destroy_graph(self.ctx.raw_context(), std::mem::replace(&mut self.source, graph));
         }
         Ok(updated)
     }
@@ -76,7 +81,7 @@ impl GraphExec {
     /// Launches on `stream` (asynchronous).
     pub(crate) fn launch(&self, stream: CUstream) -> Result<()> {
         let exec = self.exec;
-        shielded(self.raw_ctx, |d| {
+        shielded(self.ctx.raw_context(), |d| {
             // SAFETY: live executable graph and stream of the same context.
             check("cuGraphLaunch", unsafe { (d.cuGraphLaunch)(exec, stream) })
         })
@@ -86,12 +91,13 @@ impl GraphExec {
 impl Drop for GraphExec {
     fn drop(&mut self) {
         let exec = self.exec;
-        let _ = shielded(self.raw_ctx, |d| {
+        let _ = shielded(self.ctx.raw_context(), |d| {
             // SAFETY: destroyed once; a launch still in flight completes first
             // (the driver frees it asynchronously).
             check("cuGraphExecDestroy", unsafe { (d.cuGraphExecDestroy)(exec) })
         });
-        destroy_graph(self.raw_ctx, self.source);
+        destroy_graph(self.ctx.raw_context(), self.source);
+        // `self.ctx` is released after this, by the field drop.
     }
 }
 

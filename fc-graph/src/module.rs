@@ -14,10 +14,16 @@ use crate::error::{Error, Result};
 use crate::ptx_params::{find_entry, parse_entries, ParamKind, PtxEntry, PtxParam};
 
 /// A loaded module and the context it belongs to; unloaded on drop.
+///
+/// Order of destruction: `Drop::drop` unloads the module while `owner`
+/// still holds the context, and only then is `owner` released. The
+/// context's own built-in module has no `owner` (the context destroys it
+/// explicitly before releasing itself).
 pub(crate) struct ModuleHandle {
     raw_ctx: CUcontext,
     module: CUmodule,
     entries: Vec<PtxEntry>,
+    owner: Option<Context>,
 }
 
 // SAFETY: module handles may be used from any thread of the process.
@@ -26,9 +32,17 @@ unsafe impl Send for ModuleHandle {}
 unsafe impl Sync for ModuleHandle {}
 
 impl ModuleHandle {
-    /// JIT-compiles `ptx` in the context `raw_ctx` (shielded: module loads
-    /// are "potentially unsafe" during other threads' captures).
-    pub(crate) fn load(raw_ctx: CUcontext, ptx: &str) -> Result<ModuleHandle> {
+    /// JIT-compiles `ptx` in `ctx`; the handle keeps `ctx` alive.
+    pub(crate) fn load(ctx: &Context, ptx: &str) -> Result<ModuleHandle> {
+        let mut m = Self::load_unowned(ctx.raw_context(), ptx)?;
+        m.owner = Some(ctx.clone());
+        Ok(m)
+    }
+
+    /// JIT-compiles `ptx` in the context `raw_ctx`, which the caller keeps
+    /// alive until the handle is dropped (shielded: module loads are
+    /// "potentially unsafe" during other threads' captures).
+    pub(crate) fn load_unowned(raw_ctx: CUcontext, ptx: &str) -> Result<ModuleHandle> {
         let entries = parse_entries(ptx).map_err(|e| Error::invalid(format!("PTX: {e}")))?;
         let image = CString::new(ptx).map_err(|_| Error::invalid("PTX text contains a NUL byte"))?;
         let module = crate::driver::shielded(raw_ctx, |d| {
@@ -50,7 +64,7 @@ impl ModuleHandle {
             check("cuModuleLoadDataEx", res).map_err(|e| with_jit_log(e, &log))?;
             Ok(m)
         })?;
-        Ok(ModuleHandle { raw_ctx, module, entries })
+        Ok(ModuleHandle { raw_ctx, module, entries, owner: None })
     }
 
     /// Looks a kernel up by name.
@@ -75,28 +89,31 @@ impl ModuleHandle {
     /// Compares the parameter list parsed from the PTX with the driver's
     /// own (`cuFuncGetParamInfo`, CUDA 12.4+ drivers; skipped on older
     /// ones), so argument checking never rests on a misparsed signature.
+    /// Only parameters the PTX declares are queried: probing past the last
+    /// one would be a failing driver call, which sanitizers report (the PTX
+    /// parser, tested on its own, is the authority on the count).
     fn cross_check(&self, f: CUfunction, entry: &PtxEntry) -> Result<()> {
         bound(self.raw_ctx, |d| {
             let Some(param_info) = d.cuFuncGetParamInfo else { return Ok(()) };
             let (mut offset, mut size) = (0usize, 0usize);
             for (i, p) in entry.params.iter().enumerate() {
-                // SAFETY: live function; valid out-pointers.
-                check("cuFuncGetParamInfo", unsafe { param_info(f, i, &mut offset, &mut size) })?;
+                // SAFETY: live function; valid out-pointers; `i` is below the
+                // parameter count the PTX declares.
+                let res = unsafe { param_info(f, i, &mut offset, &mut size) };
+                if res == CUDA_ERROR_INVALID_VALUE {
+                    return Err(Error::invalid(format!(
+                        "{}: the driver knows {i} parameters, the PTX text declares {}",
+                        entry.name,
+                        entry.params.len()
+                    )));
+                }
+                check("cuFuncGetParamInfo", res)?;
                 if size != p.size {
                     return Err(Error::invalid(format!(
                         "{}: parameter {i} ({}) is {size} bytes to the driver, {} bytes in the PTX text",
                         entry.name, p.name, p.size
                     )));
                 }
-            }
-            // SAFETY: as above; one past the last parameter must not exist.
-            let past_end = unsafe { param_info(f, entry.params.len(), &mut offset, &mut size) };
-            if past_end == CUDA_SUCCESS {
-                return Err(Error::invalid(format!(
-                    "{}: the driver reports more than the {} parameters the PTX text declares",
-                    entry.name,
-                    entry.params.len()
-                )));
             }
             Ok(())
         })
@@ -121,6 +138,8 @@ impl Drop for ModuleHandle {
             // SAFETY: loaded by us, unloaded once; kernels hold the handle alive.
             check("cuModuleUnload", unsafe { (d.cuModuleUnload)(module) })
         });
+        // `owner` (the context reference) is released after this, by the
+        // field drop that follows `Drop::drop`.
     }
 }
 
@@ -134,7 +153,7 @@ pub struct Module {
 impl Module {
     /// Loads (JIT-compiles) `ptx` into `ctx`.
     pub fn from_ptx(ctx: &Context, ptx: &str) -> Result<Module> {
-        Ok(Module { ctx: ctx.clone(), handle: Arc::new(ModuleHandle::load(ctx.raw_context(), ptx)?) })
+        Ok(Module { ctx: ctx.clone(), handle: Arc::new(ModuleHandle::load(ctx, ptx)?) })
     }
 
     /// The `.entry` kernels the PTX declares.
