@@ -17,7 +17,7 @@ cargo test --release --workspace --no-run --message-format=json 2>/dev/null |
 import json, shutil, sys
 # The GPU machine runs the library and integration tests; the cuda-sys and
 # benchmark tests are CPU-side checks that CI runs.
-wanted = {"fc-graph", "tests"}  # crate folders
+wanted = {"fc-graph", "capi", "tests"}  # crate folders
 for line in sys.stdin:
     try:
         m = json.loads(line)
@@ -32,7 +32,7 @@ for line in sys.stdin:
     shutil.copy(m["executable"], dst)
     print("bundled", dst)
 '
-for t in fc-graph-fc_graph tests-gpu_core tests-gpu_breakable tests-no_driver; do
+for t in fc-graph-fc_graph capi-fcgraph capi-no_driver tests-gpu_core tests-gpu_breakable tests-no_driver; do
   [ -x ".bundle/tests/$t" ] || { echo "build-gpu-bundle: test binary $t is missing" >&2; exit 1; }
 done
 bash ctest/run.sh --build-only .bundle/ctest

@@ -243,7 +243,7 @@ fn scrub_padding_tail(num_real: usize, bufs: &[Option<(&DeviceBuffer, usize, usi
 fn pool_block(b: &DeviceBuffer) -> Option<u64> {
     match b.origin() {
         Origin::Pool { block } => Some(block),
-        Origin::Driver => None,
+        Origin::Driver | Origin::Borrowed => None,
     }
 }
 
@@ -296,19 +296,16 @@ mod c {
             Ok(Ctx(p))
         }
         pub fn sync(&self) -> TestResult {
-            // SAFETY: live handle.
-            check(unsafe { capi::fc_sync_ctx(self.0) }, "fc_sync_ctx")
+            check(capi::fc_sync_ctx(self.0), "fc_sync_ctx")
         }
         pub fn is_capturing(&self) -> c_int {
-            // SAFETY: live handle.
-            unsafe { capi::fc_graph_is_capturing_ctx(self.0) }
+            capi::fc_graph_is_capturing_ctx(self.0)
         }
     }
 
     impl Drop for Ctx {
         fn drop(&mut self) {
-            // SAFETY: live handle, freed once.
-            unsafe { capi::fc_cuda_ctx_free(self.0) }
+            capi::fc_cuda_ctx_free(self.0)
         }
     }
 
@@ -316,8 +313,7 @@ mod c {
 
     impl Buf {
         pub fn alloc(ctx: &Ctx, floats: usize) -> Result<Buf, Failed> {
-            // SAFETY: live context handle.
-            let p = unsafe { capi::fc_buffer_alloc_ctx(ctx.0, floats * 4) };
+            let p = capi::fc_buffer_alloc_ctx(ctx.0, floats * 4);
             ensure!(!p.is_null(), "fc_buffer_alloc_ctx({} bytes): {}", floats * 4, last_error());
             Ok(Buf(p))
         }
@@ -339,15 +335,13 @@ mod c {
             Ok(v)
         }
         pub fn ptr(&self) -> u64 {
-            // SAFETY: live buffer.
-            unsafe { capi::fc_buffer_device_ptr(self.0) }
+            capi::fc_buffer_device_ptr(self.0)
         }
     }
 
     impl Drop for Buf {
         fn drop(&mut self) {
-            // SAFETY: live buffer, freed once.
-            unsafe { capi::fc_buffer_free(self.0) }
+            capi::fc_buffer_free(self.0)
         }
     }
 
@@ -374,11 +368,8 @@ mod c {
 
     impl Drop for Kern {
         fn drop(&mut self) {
-            // SAFETY: live handles (or NULL), freed once.
-            unsafe {
-                capi::fc_kernel_free(self.kernel);
-                capi::fc_module_free(self.module);
-            }
+            capi::fc_kernel_free(self.kernel);
+            capi::fc_module_free(self.module);
         }
     }
 
@@ -386,8 +377,7 @@ mod c {
 
     impl Drop for CGraph {
         fn drop(&mut self) {
-            // SAFETY: live graph (or NULL), freed once.
-            unsafe { capi::fc_graph_free(self.0) }
+            capi::fc_graph_free(self.0)
         }
     }
 
@@ -449,8 +439,7 @@ unsafe extern "C" fn relu_break_fn(ctx: *mut fc_cuda_ctx, live: *mut c_void, use
     // SAFETY: `user` is a live ReluCall (the tests keep it alive).
     let call = unsafe { &*(user as *const ReluCall) };
     call.calls.fetch_add(1, Ordering::SeqCst);
-    // SAFETY: live context handle given by the library.
-    let capturing = unsafe { capi::fc_graph_is_capturing_ctx(ctx) };
+    let capturing = capi::fc_graph_is_capturing_ctx(ctx);
     if let Ok(mut v) = call.capturing_seen.lock() {
         v.push(capturing);
     }
@@ -510,21 +499,18 @@ unsafe extern "C" fn outer_break_fn(ctx: *mut fc_cuda_ctx, _live: *mut c_void, u
     // SAFETY: `user` is a live OuterCall.
     let call = unsafe { &*(user as *const OuterCall) };
     call.calls.fetch_add(1, Ordering::SeqCst);
-    // SAFETY: live context handle.
-    let capturing = unsafe { capi::fc_graph_is_capturing_ctx(ctx) };
+    let capturing = capi::fc_graph_is_capturing_ctx(ctx);
     if let Ok(mut v) = call.capturing_seen.lock() {
         v.push(capturing);
     }
-    // SAFETY: live context; the inner ReluCall outlives the graph.
-    let rc = unsafe { capi::fc_graph_break_ctx(ctx, Some(relu_break_fn), call.inner as *mut c_void) };
+    let rc = capi::fc_graph_break_ctx(ctx, Some(relu_break_fn), call.inner as *mut c_void);
     if let Ok(mut v) = call.inner_rc.lock() {
         v.push(rc);
     }
     if rc != 0 {
         return rc;
     }
-    // SAFETY: live context and buffers.
-    unsafe { capi::fc_mul_ctx(ctx, call.dst, call.w1, call.out, call.n) }
+    capi::fc_mul_ctx(ctx, call.dst, call.w1, call.out, call.n)
 }
 
 // ---------------------------------------------------------------------------
@@ -547,8 +533,7 @@ fn break_here_passthrough_when_inactive() -> TestResult {
     let h = c::Buf::with(&ctx, &hv)?;
     let dst = c::Buf::with(&ctx, &vec![SENTINEL; n * d])?;
     let call = ReluCall::new(k.kernel, h.ptr(), dst.ptr(), n * d);
-    // SAFETY: live context; `call` outlives the (synchronous) pass-through.
-    let rc = unsafe { capi::fc_graph_break_ctx(ctx.0, Some(relu_break_fn), call.user()) };
+    let rc = capi::fc_graph_break_ctx(ctx.0, Some(relu_break_fn), call.user());
     c::check(rc, "fc_graph_break_ctx outside a capture")?;
     ensure!(
         call.calls.load(Ordering::SeqCst) == 1,
@@ -726,21 +711,18 @@ fn nested_capture_rejected() -> TestResult {
 
     // C API.
     let cctx = c::Ctx::new(0)?;
-    // SAFETY: live handle for all calls below.
-    unsafe {
-        c::check(capi::fc_graph_begin_ctx(cctx.0), "first fc_graph_begin_ctx")?;
-        let rc = capi::fc_graph_begin_ctx(cctx.0);
-        let want_rc = capi::header::FC_ERR_CAPTURE_STATE as c_int;
-        ensure!(
-            rc == want_rc,
-            "second fc_graph_begin_ctx returned {rc}, want FC_ERR_CAPTURE_STATE ({want_rc}); {}",
-            c::last_error()
-        );
-        ensure!(capi::fc_last_error_code() == want_rc, "fc_last_error_code {}", capi::fc_last_error_code());
-        ensure!(cctx.is_capturing() == 1, "first C capture closed by the refused begin");
-        c::check(capi::fc_graph_abort_ctx(cctx.0), "fc_graph_abort_ctx")?;
-        ensure!(cctx.is_capturing() == 0, "C capture open after abort");
-    }
+    c::check(capi::fc_graph_begin_ctx(cctx.0), "first fc_graph_begin_ctx")?;
+    let rc = capi::fc_graph_begin_ctx(cctx.0);
+    let want_rc = capi::header::FC_ERR_CAPTURE_STATE as c_int;
+    ensure!(
+        rc == want_rc,
+        "second fc_graph_begin_ctx returned {rc}, want FC_ERR_CAPTURE_STATE ({want_rc}); {}",
+        c::last_error()
+    );
+    ensure!(capi::fc_last_error_code() == want_rc, "fc_last_error_code {}", capi::fc_last_error_code());
+    ensure!(cctx.is_capturing() == 1, "first C capture closed by the refused begin");
+    c::check(capi::fc_graph_abort_ctx(cctx.0), "fc_graph_abort_ctx")?;
+    ensure!(cctx.is_capturing() == 0, "C capture open after abort");
     Ok(())
 }
 
@@ -858,8 +840,7 @@ fn break_point_passthrough_runs_method_when_not_capturing() -> TestResult {
     ensure!(ctx.is_capturing() == 0, "context capturing");
     for (what, call) in [("4 rows", &four), ("0 rows", &zero)] {
         // SAFETY: live context; `call` outlives the direct call.
-        let rc =
-            unsafe { capi::fc_graph_break_ctx(ctx.0, Some(scale_break_fn), call as *const ScaleCall as *mut c_void) };
+        let rc = capi::fc_graph_break_ctx(ctx.0, Some(scale_break_fn), call as *const ScaleCall as *mut c_void);
         c::check(rc, &format!("fc_graph_break_ctx ({what})"))?;
     }
     ctx.sync()?;
@@ -1026,18 +1007,15 @@ fn nested_break_inner_passes_through() -> TestResult {
     let w0 = c::Buf::with(&ctx, &w0v)?;
     let w1 = c::Buf::with(&ctx, &w1v)?;
     // Warm-up of the built-ins outside the capture.
-    // SAFETY: live handles.
-    c::check(unsafe { capi::fc_mul_ctx(ctx.0, x_static.0, w0.0, w1.0, 0) }, "warm-up fc_mul_ctx")?;
+    c::check(capi::fc_mul_ctx(ctx.0, x_static.0, w0.0, w1.0, 0), "warm-up fc_mul_ctx")?;
     ctx.sync()?;
 
-    // SAFETY: live handle.
-    c::check(unsafe { capi::fc_graph_begin_ctx(ctx.0) }, "fc_graph_begin_ctx")?;
+    c::check(capi::fc_graph_begin_ctx(ctx.0), "fc_graph_begin_ctx")?;
     ensure!(ctx.is_capturing() == 1, "not capturing after begin");
     let h = c::Buf::alloc(&ctx, n)?;
     let dst = c::Buf::alloc(&ctx, n)?;
     let out = c::Buf::alloc(&ctx, n)?;
-    // SAFETY: live handles.
-    c::check(unsafe { capi::fc_mul_ctx(ctx.0, x_static.0, w0.0, h.0, n) }, "captured fc_mul_ctx")?;
+    c::check(capi::fc_mul_ctx(ctx.0, x_static.0, w0.0, h.0, n), "captured fc_mul_ctx")?;
     let inner = ReluCall::new(k.kernel, h.ptr(), dst.ptr(), n);
     let outer = OuterCall {
         inner: &inner,
@@ -1050,20 +1028,16 @@ fn nested_break_inner_passes_through() -> TestResult {
         inner_rc: Mutex::new(Vec::new()),
     };
     // SAFETY: live context; `outer` and `inner` outlive the graph (freed first below).
-    let rc =
-        unsafe { capi::fc_graph_break_ctx(ctx.0, Some(outer_break_fn), &outer as *const OuterCall as *mut c_void) };
+    let rc = capi::fc_graph_break_ctx(ctx.0, Some(outer_break_fn), &outer as *const OuterCall as *mut c_void);
     c::check(rc, "outer fc_graph_break_ctx")?;
     ensure!(ctx.is_capturing() == 1, "not capturing after the break");
-    // SAFETY: live handle.
-    let graph = c::CGraph(unsafe { capi::fc_graph_end_ctx(ctx.0) });
+    let graph = c::CGraph(capi::fc_graph_end_ctx(ctx.0));
     ensure!(!graph.0.is_null(), "fc_graph_end_ctx: {}", c::last_error());
-    // SAFETY: live graph.
-    let pieces = unsafe { capi::fc_graph_segment_count(graph.0) };
+    let pieces = capi::fc_graph_segment_count(graph.0);
     ensure!(pieces == 3, "segment count {pieces} (want 3: exactly one break, the outer)");
 
     x_static.upload(&xv)?;
-    // SAFETY: live graph.
-    c::check(unsafe { capi::fc_graph_launch(graph.0) }, "fc_graph_launch")?;
+    c::check(capi::fc_graph_launch(graph.0), "fc_graph_launch")?;
     ctx.sync()?;
     let want: Vec<f32> = (0..n).map(|i| relu(xv[i] * w0v[i]) * w1v[i]).collect();
     assert_same("nested-break output", &out.download(n)?, &want)?;

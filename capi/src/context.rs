@@ -1,132 +1,107 @@
-//! Context exports, and the state the C API keeps per context.
+//! Context exports.
 
 use std::os::raw::{c_int, c_void};
-use std::sync::atomic::AtomicPtr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use ::fc_graph::{Context, ContextKind, Error, Result};
+
+use super::handles::{self, handle_kind};
 use super::header::fc_cuda_ctx;
-use super::{deref, handle_or_null, release, status, value};
-use ::fc_graph::capture::Capture;
-use ::fc_graph::context::Context;
-use ::fc_graph::{Error, Result};
+use super::{handle_or_null, release, status, value};
 
-/// The live pointer C break functions receive.
-#[derive(Debug, Clone, Copy)]
-pub struct CLive(pub *mut c_void);
+handle_kind!(Context => fc_cuda_ctx, "fc_cuda_ctx");
 
-// SAFETY: an opaque pointer the C caller owns; the library never
-// dereferences it, only hands it back to the caller's break functions.
-unsafe impl Send for CLive {}
-// SAFETY: as above.
-unsafe impl Sync for CLive {}
-
-/// What an `fc_cuda_ctx *` points at (an `Arc`, so graphs whose breaks
-/// hand the handle back to C keep it alive).
-pub struct CtxHandle {
-    pub(crate) ctx: Context,
-    /// The capture opened through the C API, if any.
-    pub(crate) capture: Mutex<Option<Capture<CLive>>>,
-    /// Live pointer for break functions run while capturing.
-    pub(crate) capture_live: AtomicPtr<c_void>,
-    /// Live pointer of the break function running now (for pass-through breaks).
-    pub(crate) running_live: AtomicPtr<c_void>,
+/// The context behind `ctx`.
+pub(crate) fn ctx(h: *const fc_cuda_ctx) -> Result<Arc<Context>> {
+    handles::get::<Context>(h, "ctx")
 }
 
-/// Borrows the handle behind `ctx`.
-///
-/// # Safety
-/// A non-null `ctx` must come from `fc_cuda_init_device` and not be freed.
-pub(crate) unsafe fn ctx_handle<'a>(ctx: *const fc_cuda_ctx) -> Result<&'a CtxHandle> {
-    // SAFETY: per the caller's contract.
-    unsafe { deref(ctx.cast::<CtxHandle>(), "ctx") }
-}
-
-/// A new strong reference to the handle behind `ctx`.
-///
-/// # Safety
-/// As [`ctx_handle`], and `ctx` must not be null.
-pub(crate) unsafe fn ctx_arc(ctx: *const fc_cuda_ctx) -> Arc<CtxHandle> {
-    let p = ctx.cast::<CtxHandle>();
-    // SAFETY: `p` came from Arc::into_raw and is alive; we add a count
-    // before materialising a second Arc.
-    unsafe {
-        Arc::increment_strong_count(p);
-        Arc::from_raw(p)
-    }
+fn ordinal(device: c_int) -> Result<usize> {
+    usize::try_from(device).map_err(|_| Error::invalid(format!("device {device} is negative")))
 }
 
 /// `fc_cuda_ctx *fc_cuda_init_device(int device)`
 #[no_mangle]
 pub extern "C" fn fc_cuda_init_device(device: c_int) -> *mut fc_cuda_ctx {
-    handle_or_null(|| {
-        let ordinal = usize::try_from(device).map_err(|_| Error::invalid(format!("device {device} is negative")))?;
-        let handle = CtxHandle {
-            ctx: Context::new(ordinal)?,
-            capture: Mutex::new(None),
-            capture_live: AtomicPtr::new(std::ptr::null_mut()),
-            running_live: AtomicPtr::new(std::ptr::null_mut()),
-        };
-        Ok(Arc::into_raw(Arc::new(handle)) as *mut fc_cuda_ctx)
-    })
+    handle_or_null(|| handles::insert(Context::new(ordinal(device)?)?))
+}
+
+/// `fc_cuda_ctx *fc_cuda_init_device_isolated(int device)`
+#[no_mangle]
+pub extern "C" fn fc_cuda_init_device_isolated(device: c_int) -> *mut fc_cuda_ctx {
+    handle_or_null(|| handles::insert(Context::isolated(ordinal(device)?)?))
 }
 
 /// `void fc_cuda_ctx_free(fc_cuda_ctx *ctx)`
-///
-/// # Safety
-/// `ctx` is NULL or a live handle from `fc_cuda_init_device`, freed once.
 #[no_mangle]
-pub unsafe extern "C" fn fc_cuda_ctx_free(ctx: *mut fc_cuda_ctx) {
-    if ctx.is_null() {
-        return;
-    }
-    release(|| {
-        // SAFETY: a live handle from Arc::into_raw, released once here.
-        let handle = unsafe { Arc::from_raw(ctx.cast::<CtxHandle>().cast_const()) };
-        // Abort an open capture first: its breaks hold references to the handle.
-        let open = lock_slot(&handle).ok().and_then(|mut s| s.take());
-        drop(open);
-        drop(handle);
+pub extern "C" fn fc_cuda_ctx_free(ctx: *mut fc_cuda_ctx) {
+    release(ctx, |h| {
+        let c = handles::remove::<Context>(h, "ctx")?;
+        // A capture still held is aborted now, not when the last graph or
+        // buffer of the context lets go of it.
+        if c.held_open() {
+            let _ = c.abort_held();
+        }
+        Ok(())
     })
 }
 
-/// Locks the capture slot without blocking: a break function calling back
-/// into begin/end/abort would otherwise deadlock.
-pub(crate) fn lock_slot(h: &CtxHandle) -> Result<std::sync::MutexGuard<'_, Option<Capture<CLive>>>> {
-    match h.capture.try_lock() {
-        Ok(g) => Ok(g),
-        Err(std::sync::TryLockError::Poisoned(p)) => Ok(p.into_inner()),
-        Err(std::sync::TryLockError::WouldBlock) => {
-            Err(Error::capture_state("the context's capture is busy (called from inside one of its break functions?)"))
-        }
-    }
+/// `int fc_cuda_ctx_device_id(const fc_cuda_ctx *ctx)`
+#[no_mangle]
+pub extern "C" fn fc_cuda_ctx_device_id(h: *const fc_cuda_ctx) -> c_int {
+    value(-1, || Ok(c_int::try_from(ctx(h)?.device_id()).unwrap_or(c_int::MAX)))
 }
 
-/// `int fc_cuda_ctx_device_id(const fc_cuda_ctx *ctx)`
-///
-/// # Safety
-/// `ctx` is NULL or a live handle.
+/// `int fc_ctx_is_isolated(const fc_cuda_ctx *ctx)`
 #[no_mangle]
-pub unsafe extern "C" fn fc_cuda_ctx_device_id(ctx: *const fc_cuda_ctx) -> c_int {
-    // SAFETY: per this function's contract.
-    value(-1, || Ok(unsafe { ctx_handle(ctx) }?.ctx.device_id() as c_int))
+pub extern "C" fn fc_ctx_is_isolated(h: *const fc_cuda_ctx) -> c_int {
+    value(-1, || Ok(c_int::from(ctx(h)?.kind() == ContextKind::Isolated)))
 }
 
 /// `int fc_sync_ctx(fc_cuda_ctx *ctx)`
-///
-/// # Safety
-/// `ctx` is NULL or a live handle.
 #[no_mangle]
-pub unsafe extern "C" fn fc_sync_ctx(ctx: *mut fc_cuda_ctx) -> c_int {
-    // SAFETY: per this function's contract.
-    status(|| unsafe { ctx_handle(ctx) }?.ctx.synchronize())
+pub extern "C" fn fc_sync_ctx(h: *mut fc_cuda_ctx) -> c_int {
+    status(|| ctx(h)?.synchronize())
 }
 
 /// `size_t fc_ctx_pool_bytes(const fc_cuda_ctx *ctx)`
+#[no_mangle]
+pub extern "C" fn fc_ctx_pool_bytes(h: *const fc_cuda_ctx) -> usize {
+    value(0, || Ok(ctx(h)?.pool_reserved_bytes()))
+}
+
+/// `void *fc_ctx_stream(const fc_cuda_ctx *ctx)`
+#[no_mangle]
+pub extern "C" fn fc_ctx_stream(h: *const fc_cuda_ctx) -> *mut c_void {
+    value(std::ptr::null_mut(), || Ok(ctx(h)?.raw_stream().cast()))
+}
+
+/// `void *fc_ctx_cu_context(const fc_cuda_ctx *ctx)`
+#[no_mangle]
+pub extern "C" fn fc_ctx_cu_context(h: *const fc_cuda_ctx) -> *mut c_void {
+    value(std::ptr::null_mut(), || Ok(ctx(h)?.raw_context().cast()))
+}
+
+/// `int fc_ctx_mem_info(const fc_cuda_ctx *ctx, size_t *free_bytes, size_t *total_bytes)`
 ///
 /// # Safety
-/// `ctx` is NULL or a live handle.
+/// `free_bytes` and `total_bytes` are NULL or valid for one write each.
 #[no_mangle]
-pub unsafe extern "C" fn fc_ctx_pool_bytes(ctx: *const fc_cuda_ctx) -> usize {
-    // SAFETY: per this function's contract.
-    value(0, || Ok(unsafe { ctx_handle(ctx) }?.ctx.pool_reserved_bytes()))
+pub unsafe extern "C" fn fc_ctx_mem_info(
+    h: *const fc_cuda_ctx,
+    free_bytes: *mut usize,
+    total_bytes: *mut usize,
+) -> c_int {
+    status(|| {
+        let (free, total) = ctx(h)?.mem_info()?;
+        // SAFETY: NULL or valid for one write, per the contract.
+        if let Some(out) = unsafe { free_bytes.as_mut() } {
+            *out = free;
+        }
+        // SAFETY: as above.
+        if let Some(out) = unsafe { total_bytes.as_mut() } {
+            *out = total;
+        }
+        Ok(())
+    })
 }

@@ -13,6 +13,9 @@ pub const FC_ERR_UNSUPPORTED: u32 = 7;
 pub const FC_ERR_OUT_OF_MEMORY: u32 = 8;
 pub const FC_ERR_CALLBACK: u32 = 9;
 pub const FC_ERR_INTERNAL: u32 = 10;
+pub const FC_ERR_INVALID_HANDLE: u32 = 11;
+pub const FC_ERR_CAPTURE_INVALIDATED: u32 = 12;
+pub const FC_ERR_WRONG_CONTEXT: u32 = 13;
 pub const FC_CAPTURE_MODE_GLOBAL: u32 = 0;
 pub const FC_CAPTURE_MODE_THREAD_LOCAL: u32 = 1;
 pub const FC_CAPTURE_MODE_RELAXED: u32 = 2;
@@ -51,10 +54,19 @@ unsafe extern "C" {
     pub fn fc_last_error_code() -> ::std::os::raw::c_int;
 }
 unsafe extern "C" {
+    pub fn fc_last_error_copy(buf: *mut ::std::os::raw::c_char, len: usize) -> usize;
+}
+unsafe extern "C" {
+    pub fn fc_clear_last_error();
+}
+unsafe extern "C" {
     pub fn fc_cuda_device_count() -> ::std::os::raw::c_int;
 }
 unsafe extern "C" {
     pub fn fc_cuda_init_device(device: ::std::os::raw::c_int) -> *mut fc_cuda_ctx;
+}
+unsafe extern "C" {
+    pub fn fc_cuda_init_device_isolated(device: ::std::os::raw::c_int) -> *mut fc_cuda_ctx;
 }
 unsafe extern "C" {
     pub fn fc_cuda_ctx_free(ctx: *mut fc_cuda_ctx);
@@ -63,13 +75,32 @@ unsafe extern "C" {
     pub fn fc_cuda_ctx_device_id(ctx: *const fc_cuda_ctx) -> ::std::os::raw::c_int;
 }
 unsafe extern "C" {
+    pub fn fc_ctx_is_isolated(ctx: *const fc_cuda_ctx) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
     pub fn fc_sync_ctx(ctx: *mut fc_cuda_ctx) -> ::std::os::raw::c_int;
 }
 unsafe extern "C" {
     pub fn fc_ctx_pool_bytes(ctx: *const fc_cuda_ctx) -> usize;
 }
 unsafe extern "C" {
+    pub fn fc_ctx_mem_info(
+        ctx: *const fc_cuda_ctx,
+        free_bytes: *mut usize,
+        total_bytes: *mut usize,
+    ) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
+    pub fn fc_ctx_stream(ctx: *const fc_cuda_ctx) -> *mut ::std::os::raw::c_void;
+}
+unsafe extern "C" {
+    pub fn fc_ctx_cu_context(ctx: *const fc_cuda_ctx) -> *mut ::std::os::raw::c_void;
+}
+unsafe extern "C" {
     pub fn fc_buffer_alloc_ctx(ctx: *mut fc_cuda_ctx, bytes: usize) -> *mut fc_buffer;
+}
+unsafe extern "C" {
+    pub fn fc_buffer_wrap_ctx(ctx: *mut fc_cuda_ctx, device_ptr: u64, bytes: usize) -> *mut fc_buffer;
 }
 unsafe extern "C" {
     pub fn fc_buffer_free(buf: *mut fc_buffer);
@@ -193,6 +224,22 @@ unsafe extern "C" {
         fn_: fc_break_fn,
         user: *mut ::std::os::raw::c_void,
     ) -> ::std::os::raw::c_int;
+}
+pub type fc_record_fn = ::std::option::Option<
+    unsafe extern "C" fn(ctx: *mut fc_cuda_ctx, user: *mut ::std::os::raw::c_void) -> ::std::os::raw::c_int,
+>;
+unsafe extern "C" {
+    pub fn fc_graph_capture_ctx(
+        ctx: *mut fc_cuda_ctx,
+        mode: ::std::os::raw::c_int,
+        record: fc_record_fn,
+        user: *mut ::std::os::raw::c_void,
+        max_tries: ::std::os::raw::c_int,
+        graph_out: *mut *mut fc_graph,
+    ) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
+    pub fn fc_graph_capture_tries(graph: *const fc_graph) -> ::std::os::raw::c_int;
 }
 unsafe extern "C" {
     pub fn fc_graph_launch(graph: *mut fc_graph) -> ::std::os::raw::c_int;

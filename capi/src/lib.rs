@@ -1,15 +1,15 @@
-//! The C ABI of `libfcgraph.so`, declared in `include/cuda/fc_cuda.h`.
+//! The C ABI of fc-graph: `libfcgraph.so` / `libfcgraph.a`, declared in
+//! `include/cuda/fc_cuda.h`.
 //!
-//! Every export runs its body under [`status`], [`handle_or_null`] or
-//! [`value`]: failures become a status code (or NULL) plus a thread-local
-//! message for `fc_last_error()`, and a panic is caught here, never
-//! crossing into C. The opaque handle types come from the header itself
-//! (bindgen, at build time), and `header_check` proves at compile time that
-//! every function the header declares is exported with that exact type.
+//! A thin layer: every export decodes its handles ([`handles`]), calls the
+//! safe layer (`fc_graph`) and turns the result into a status code (or a
+//! NULL / fallback value) plus a thread-local message for
+//! `fc_last_error()` ([`last_error`]). Every body runs under
+//! `catch_unwind`: a panic becomes `FC_ERR_INTERNAL`, never crossing into
+//! C. `header_check` proves at compile time that every function the header
+//! declares is exported with exactly that type.
 
-use std::cell::RefCell;
-use std::ffi::CString;
-use std::os::raw::{c_char, c_int};
+use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use ::fc_graph::{Error, Result};
@@ -17,8 +17,10 @@ use ::fc_graph::{Error, Result};
 mod buffer;
 mod context;
 mod graph;
+pub(crate) mod handles;
 mod info;
 mod kernel;
+mod last_error;
 
 pub use buffer::*;
 pub use context::*;
@@ -44,45 +46,27 @@ mod header_check {
 /// How many functions `fc_cuda.h` declares (each checked at compile time).
 pub const HEADER_FUNCTION_COUNT: usize = header_check::HEADER_FUNCTIONS;
 
-pub use header::{fc_break_fn, fc_buffer, fc_cuda_ctx, fc_graph, fc_kernel, fc_module};
+pub use header::{fc_break_fn, fc_buffer, fc_cuda_ctx, fc_graph, fc_kernel, fc_module, fc_record_fn};
 
 /// The header's status code for an error.
 pub fn status_code(e: &Error) -> c_int {
+    use header::*;
     let code = match e {
-        Error::InvalidArgument(_) => header::FC_ERR_INVALID_ARGUMENT,
-        Error::NoDriver(_) => header::FC_ERR_NO_DRIVER,
-        Error::Cuda { code, .. } if *code == cuda_sys::CUDA_ERROR_OUT_OF_MEMORY => header::FC_ERR_OUT_OF_MEMORY,
-        Error::Cuda { .. } => header::FC_ERR_CUDA,
-        Error::WrongDevice(_) => header::FC_ERR_WRONG_DEVICE,
-        Error::BufferTooSmall(_) => header::FC_ERR_BUFFER_TOO_SMALL,
-        Error::CaptureState(_) => header::FC_ERR_CAPTURE_STATE,
-        Error::Unsupported { .. } => header::FC_ERR_UNSUPPORTED,
-        Error::Callback(_) => header::FC_ERR_CALLBACK,
-        Error::Panic(_) => header::FC_ERR_INTERNAL,
+        Error::InvalidArgument(_) => FC_ERR_INVALID_ARGUMENT,
+        Error::NoDriver(_) => FC_ERR_NO_DRIVER,
+        Error::Cuda { code, .. } if *code == cuda_sys::CUDA_ERROR_OUT_OF_MEMORY => FC_ERR_OUT_OF_MEMORY,
+        Error::Cuda { .. } => FC_ERR_CUDA,
+        Error::CaptureInvalidated { .. } => FC_ERR_CAPTURE_INVALIDATED,
+        Error::InvalidHandle(_) => FC_ERR_INVALID_HANDLE,
+        Error::WrongDevice(_) => FC_ERR_WRONG_DEVICE,
+        Error::WrongContext(_) => FC_ERR_WRONG_CONTEXT,
+        Error::BufferTooSmall(_) => FC_ERR_BUFFER_TOO_SMALL,
+        Error::CaptureState(_) => FC_ERR_CAPTURE_STATE,
+        Error::Unsupported { .. } => FC_ERR_UNSUPPORTED,
+        Error::Callback(_) => FC_ERR_CALLBACK,
+        Error::Panic(_) => FC_ERR_INTERNAL,
     };
     code as c_int
-}
-
-thread_local! {
-    static LAST_ERROR: RefCell<(c_int, CString)> = RefCell::new((0, CString::default()));
-}
-
-/// Records `e` as this thread's last error and returns its status code.
-pub(crate) fn record(e: &Error) -> c_int {
-    let code = status_code(e);
-    let msg = CString::new(e.to_string().replace('\0', " ")).unwrap_or_default();
-    LAST_ERROR.with(|l| *l.borrow_mut() = (code, msg));
-    code
-}
-
-/// Pointer to this thread's last error message (valid until the next failure).
-pub(crate) fn last_error_ptr() -> *const c_char {
-    LAST_ERROR.with(|l| l.borrow().1.as_ptr())
-}
-
-/// This thread's last error code.
-pub(crate) fn last_error_code() -> c_int {
-    LAST_ERROR.with(|l| l.borrow().0)
 }
 
 fn panic_error(p: Box<dyn std::any::Any + Send>) -> Error {
@@ -94,12 +78,19 @@ fn panic_error(p: Box<dyn std::any::Any + Send>) -> Error {
     Error::Panic(msg)
 }
 
+/// Records `e` for `fc_last_error()` and returns its status code.
+fn fail(e: &Error) -> c_int {
+    let code = status_code(e);
+    last_error::record(code, &e.to_string());
+    code
+}
+
 /// Runs `f`, returning FC_OK or the recorded error's code.
 pub(crate) fn status(f: impl FnOnce() -> Result<()>) -> c_int {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => 0,
-        Ok(Err(e)) => record(&e),
-        Err(p) => record(&panic_error(p)),
+        Ok(Err(e)) => fail(&e),
+        Err(p) => fail(&panic_error(p)),
     }
 }
 
@@ -108,11 +99,11 @@ pub(crate) fn value<T>(fallback: T, f: impl FnOnce() -> Result<T>) -> T {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => {
-            record(&e);
+            fail(&e);
             fallback
         }
         Err(p) => {
-            record(&panic_error(p));
+            fail(&panic_error(p));
             fallback
         }
     }
@@ -123,18 +114,11 @@ pub(crate) fn handle_or_null<T>(f: impl FnOnce() -> Result<*mut T>) -> *mut T {
     value(std::ptr::null_mut(), f)
 }
 
-/// Runs a destructor body; a panic is recorded and swallowed.
-pub(crate) fn release(f: impl FnOnce()) {
-    if let Err(p) = catch_unwind(AssertUnwindSafe(f)) {
-        record(&panic_error(p));
+/// Runs a `void` destructor body: NULL is a no-op, an invalid handle or a
+/// panic is recorded for `fc_last_error()` and swallowed.
+pub(crate) fn release<C>(h: *mut C, f: impl FnOnce(*mut C) -> Result<()>) {
+    if h.is_null() {
+        return;
     }
-}
-
-/// Borrows the value behind a handle, refusing NULL.
-///
-/// # Safety
-/// A non-null `p` must point at a live `T` created by this library.
-pub(crate) unsafe fn deref<'a, T>(p: *const T, what: &str) -> Result<&'a T> {
-    // SAFETY: per the caller's contract, non-null means live.
-    unsafe { p.as_ref() }.ok_or_else(|| Error::invalid(format!("{what} is NULL")))
+    let _ = status(|| f(h));
 }

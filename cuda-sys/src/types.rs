@@ -85,6 +85,8 @@ aliases! {
     pub type CUctx_flags = c_uint;
     /// `enum CUdevice_attribute_enum`.
     pub type CUdevice_attribute = c_uint;
+    /// `enum CUpointer_attribute_enum`.
+    pub type CUpointer_attribute = c_uint;
     /// `enum CUjit_option_enum`.
     pub type CUjit_option = c_uint;
     /// `enum CUdriverProcAddress_flags_enum`.

@@ -13,11 +13,21 @@ use crate::pool::{block_size, slab_size_for};
 pub enum Origin {
     /// Its own `cuMemAlloc`.
     Driver,
-    /// A block of the context's capture pool (`block` bytes reserved).
-    Pool { block: u64 },
+    /// A block of the context's capture pool.
+    Pool {
+        /// Bytes reserved for it in the pool (its size rounded up).
+        block: u64,
+    },
+    /// Memory the caller owns, wrapped by [`Context::wrap_device_memory`]:
+    /// never freed by the buffer.
+    Borrowed,
 }
 
-/// Device memory owned by one context. Freed on drop.
+/// Device memory of one context. Freed on drop (except
+/// [`Origin::Borrowed`] memory, which its owner frees).
+///
+/// Contents: newly allocated memory is **not** initialised (as with
+/// `cuMemAlloc`); use [`DeviceBuffer::fill_bytes`] to zero it.
 pub struct DeviceBuffer {
     ctx: Context,
     ptr: CUdeviceptr,
@@ -44,6 +54,9 @@ impl Context {
         if bytes == 0 {
             return Err(Error::invalid("cannot allocate 0 bytes"));
         }
+        if block_size(bytes).and_then(slab_size_for).is_none() {
+            return Err(Error::invalid(format!("cannot allocate {bytes} bytes: the size overflows")));
+        }
         if self.is_capturing() {
             return self.alloc_from_pool(bytes);
         }
@@ -57,17 +70,19 @@ impl Context {
     }
 
     fn alloc_from_pool(&self, bytes: usize) -> Result<DeviceBuffer> {
-        let block = block_size(bytes);
+        let overflow = || Error::invalid(format!("cannot allocate {bytes} bytes: the size overflows"));
+        let block = block_size(bytes).ok_or_else(overflow)?;
         let mut pool = lock(&self.inner.pool);
         let ptr = match pool.alloc(block) {
             Some(p) => p,
             None => {
-                let slab = slab_size_for(block);
+                let slab = slab_size_for(block).ok_or_else(overflow)?;
+                let slab_bytes = usize::try_from(slab).map_err(|_| overflow())?;
                 let base = self.shielded(|d| {
                     let mut p: CUdeviceptr = 0;
                     // SAFETY: valid out-pointer; the shield keeps our own
                     // capture (and others') valid across this call.
-                    check("cuMemAlloc", unsafe { (d.cuMemAlloc)(&mut p, slab as usize) })?;
+                    check("cuMemAlloc", unsafe { (d.cuMemAlloc)(&mut p, slab_bytes) })?;
                     Ok(p)
                 })?;
                 pool.add_slab(base, slab);
@@ -75,6 +90,79 @@ impl Context {
             }
         };
         Ok(DeviceBuffer { ctx: self.clone(), ptr, size: bytes, origin: Origin::Pool { block } })
+    }
+
+    /// A buffer over `bytes` bytes of device memory at `ptr` that the
+    /// caller owns (allocated by cudaMalloc, PyTorch, another library...),
+    /// so fc-graph's kernels and copies can use it. The buffer never frees
+    /// it. The range must lie inside one allocation of this context's CUDA
+    /// context (checked with `cuPointerGetAttribute` where the driver can
+    /// tell; an isolated context accepts only its own memory).
+    ///
+    /// # Safety
+    /// The memory must stay allocated for as long as the buffer, and every
+    /// graph that recorded work on it, is used.
+    pub unsafe fn wrap_device_memory(&self, ptr: CUdeviceptr, bytes: usize) -> Result<DeviceBuffer> {
+        if ptr == 0 {
+            return Err(Error::invalid("cannot wrap a null device pointer"));
+        }
+        if bytes == 0 {
+            return Err(Error::invalid("cannot wrap 0 bytes"));
+        }
+        let end = ptr
+            .checked_add(bytes as u64)
+            .ok_or_else(|| Error::invalid(format!("{ptr:#x} + {bytes} bytes overflows the address space")))?;
+        self.check_owned_range(ptr, end)?;
+        Ok(DeviceBuffer { ctx: self.clone(), ptr, size: bytes, origin: Origin::Borrowed })
+    }
+
+    /// Checks that `[ptr, end)` lies in one device allocation of this
+    /// context's CUDA context.
+    fn check_owned_range(&self, ptr: CUdeviceptr, end: CUdeviceptr) -> Result<()> {
+        let raw = self.raw_context();
+        self.shielded(|d| {
+            let mut owner: CUcontext = std::ptr::null_mut();
+            // SAFETY: valid out-pointer of the attribute's type (CUcontext).
+            let res = unsafe {
+                (d.cuPointerGetAttribute)((&mut owner as *mut CUcontext).cast(), CU_POINTER_ATTRIBUTE_CONTEXT, ptr)
+            };
+            if res != CUDA_SUCCESS {
+                return Err(Error::invalid(format!(
+                    "{ptr:#x} is not device memory this driver knows ({})",
+                    d.error_name(res)
+                )));
+            }
+            // Memory mapped with the virtual memory API belongs to no context
+            // (null owner); anything else must be this context's.
+            if !owner.is_null() && owner != raw {
+                return Err(Error::WrongContext(format!(
+                    "{ptr:#x} belongs to another CUDA context than this {:?} context's",
+                    self.kind()
+                )));
+            }
+            let (mut start, mut size): (CUdeviceptr, usize) = (0, 0);
+            // SAFETY: valid out-pointers of the attributes' types.
+            let res = unsafe {
+                (d.cuPointerGetAttribute)(
+                    (&mut start as *mut CUdeviceptr).cast(),
+                    CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                    ptr,
+                )
+            };
+            check("cuPointerGetAttribute", res)?;
+            // SAFETY: as above.
+            let res = unsafe {
+                (d.cuPointerGetAttribute)((&mut size as *mut usize).cast(), CU_POINTER_ATTRIBUTE_RANGE_SIZE, ptr)
+            };
+            check("cuPointerGetAttribute", res)?;
+            if end > start.saturating_add(size as u64) {
+                return Err(Error::BufferTooSmall(format!(
+                    "{:#x}..{end:#x} runs past the end of its allocation ({start:#x}, {size} bytes)",
+                    ptr
+                )));
+            }
+            Ok(())
+        })
     }
 }
 
@@ -153,15 +241,9 @@ impl DeviceBuffer {
     }
 
     /// Like [`fill_bytes`](Self::fill_bytes), queued on `ctx`'s stream
-    /// (which must be on the buffer's device).
+    /// (which must share the buffer's CUDA context).
     pub fn fill_bytes_on(&self, ctx: &Context, offset: usize, len: usize, value: u8) -> Result<()> {
-        if ctx.device_id() != self.device_id() {
-            return Err(Error::WrongDevice(format!(
-                "buffer lives on device {}, the context on device {}",
-                self.device_id(),
-                ctx.device_id()
-            )));
-        }
+        ctx.check_usable("the buffer", &self.ctx)?;
         let end = offset.checked_add(len).ok_or_else(|| Error::invalid("fill range overflows"))?;
         if end > self.size {
             return Err(Error::BufferTooSmall(format!(
@@ -194,6 +276,8 @@ impl Drop for DeviceBuffer {
                     check("cuMemFree", unsafe { (d.cuMemFree)(ptr) })
                 });
             }
+            Origin::Borrowed => {}
         }
+        // `self.ctx` is released after this, by the field drop.
     }
 }

@@ -49,7 +49,7 @@ unsafe impl Sync for Builtins {}
 impl Builtins {
     fn load(ctx: &Context) -> Result<Builtins> {
         // No owner: the context destroys its built-ins itself, first.
-        let module = ModuleHandle::load_unowned(ctx.raw_context(), ELEMENTWISE_PTX)?;
+        let module = ModuleHandle::load_unowned(ctx.raw_ctx(), ELEMENTWISE_PTX)?;
         let (add, _) = module.function(BinaryOp::Add.name())?;
         let (mul, _) = module.function(BinaryOp::Mul.name())?;
         Ok(Builtins { add, mul, _module: module })
@@ -69,13 +69,7 @@ impl Context {
 
     /// Checks that `buf` can take part in an `n`-element f32 operation here.
     fn check_operand(&self, what: &str, buf: &DeviceBuffer, n: usize) -> Result<()> {
-        if buf.device_id() != self.device_id() {
-            return Err(Error::WrongDevice(format!(
-                "{what} lives on device {}, the context on device {}",
-                buf.device_id(),
-                self.device_id()
-            )));
-        }
+        self.check_usable(what, buf.context())?;
         let need = n * std::mem::size_of::<f32>();
         if buf.size() < need {
             return Err(Error::BufferTooSmall(format!("{what} holds {} bytes, {n} floats need {need}", buf.size())));

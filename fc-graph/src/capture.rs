@@ -2,25 +2,29 @@
 //! breaks, end it into a [`Graph`] (or into an existing one, updating it in
 //! place). A guard dropped without `end` aborts the capture and leaves the
 //! stream out of capture.
+//!
+//! The recording itself ([`Recording`]) does not own the context: a
+//! [`Capture`] guard pairs it with one, and a capture *held by the context*
+//! ([`crate::held`], used by the C API) keeps it inside the context.
 
 use cuda_sys::*;
 
+use crate::capture_state::ThreadTag;
 use crate::context::{lock, CaptureMode, Context};
-use crate::driver::check;
+use crate::driver::{bound, check, RawCtx};
 use crate::error::{Error, Result};
 use crate::graph::{destroy_graph, BreakFn, Graph, GraphExec, Piece, UpdateReport};
 
 /// A piece recorded by an open capture. Segments stay raw graphs until the
-/// capture ends, so [`Capture::end_update`] can update any of them in place.
+/// capture ends, so an update can update any of them in place.
 enum Pending<L> {
     Segment(Option<CUgraph>),
     Break(BreakFn<L>),
 }
 
-/// An open capture on a context. `L` is the live value type its breaks
-/// receive (see [`Graph::replay`]).
-pub struct Capture<L = ()> {
-    ctx: Context,
+/// The recorded pieces of an open capture. Every consuming method leaves
+/// the stream out of capture and closes the context's capture state.
+pub(crate) struct Recording<L> {
     mode: CaptureMode,
     pieces: Vec<Pending<L>>,
     segment_open: bool,
@@ -30,91 +34,17 @@ pub struct Capture<L = ()> {
 // SAFETY: the raw graphs are driver handles usable from any thread, and
 // break functions are `Send + Sync`. Ending a THREAD_LOCAL capture from
 // another thread is refused by the driver with an error, not undefined.
-unsafe impl<L> Send for Capture<L> {}
+unsafe impl<L> Send for Recording<L> {}
 
-impl Context {
-    /// Opens a capture on this context's stream. Refused while another
-    /// capture is open on the same context.
-    pub fn begin_capture(&self, mode: CaptureMode) -> Result<Capture<()>> {
-        self.begin_breakable(mode)
-    }
-
-    /// Opens a capture whose breaks receive a live `L` at replay.
-    pub fn begin_breakable<L>(&self, mode: CaptureMode) -> Result<Capture<L>> {
-        let mut state = lock(&self.inner.capture_state);
-        let mut next = *state;
-        next.begin(std::thread::current().id())?;
-        self.begin_segment(mode)?;
-        *state = next;
-        Ok(Capture { ctx: self.clone(), mode, pieces: Vec::new(), segment_open: true, failed: None })
-    }
-
-    fn begin_segment(&self, mode: CaptureMode) -> Result<()> {
-        let stream = self.raw_stream();
-        self.bound(|d| {
-            // SAFETY: our stream; the mode is a valid enum value.
-            check("cuStreamBeginCapture", unsafe { (d.cuStreamBeginCapture)(stream, mode.raw()) })
-        })
-    }
-
-    /// Ends the stream's capture and returns the recorded graph, or `None`
-    /// (already destroyed) when it holds no node. The stream is out of
-    /// capture afterwards, even on error. The caller destroys the graph.
-    fn end_segment(&self) -> Result<Option<CUgraph>> {
-        let stream = self.raw_stream();
-        let graph = self.bound(|d| {
-            let mut g: CUgraph = std::ptr::null_mut();
-            // SAFETY: our stream, capturing; valid out-pointer.
-            let res = unsafe { (d.cuStreamEndCapture)(stream, &mut g) };
-            if res != CUDA_SUCCESS && !g.is_null() {
-                // SAFETY: a graph the failed end handed us; destroyed once.
-                unsafe { (d.cuGraphDestroy)(g) };
-            }
-            check("cuStreamEndCapture", res)?;
-            Ok(g)
-        })?;
-        let nodes = self.bound(|d| {
-            let mut nodes = 0usize;
-            // SAFETY: live graph; a null node array asks for the count only.
-            check("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(graph, std::ptr::null_mut(), &mut nodes) })?;
-            Ok(nodes)
-        });
-        match nodes {
-            Ok(n) if n > 0 => Ok(Some(graph)),
-            other => {
-                self.destroy_graph(Some(graph));
-                other.map(|_| None)
-            }
-        }
-    }
-
-    fn destroy_graph(&self, graph: Option<CUgraph>) {
-        if let Some(g) = graph {
-            destroy_graph(self.raw_context(), g);
-        }
-    }
-}
-
-impl<L> std::fmt::Debug for Capture<L> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Capture")
-            .field("device", &self.ctx.device_id())
-            .field("mode", &self.mode)
-            .field("pieces_so_far", &self.pieces.len())
-            .field("failed", &self.failed)
-            .finish()
-    }
-}
-
-impl<L> Capture<L> {
-    /// The context being captured.
-    pub fn context(&self) -> &Context {
-        &self.ctx
-    }
-
-    /// Pieces recorded so far (segments ended plus breaks).
-    pub fn pieces_so_far(&self) -> usize {
-        self.pieces.len()
+impl<L> Recording<L> {
+    /// Opens a capture on `ctx`'s stream: refused while another capture is
+    /// open on the context or one of its break functions runs.
+    pub(crate) fn begin(ctx: &Context, mode: CaptureMode) -> Result<Recording<L>> {
+        let mut state = lock(&ctx.inner.capture_state);
+        state.check_can_begin()?;
+        begin_segment(ctx, mode)?;
+        state.begin(ThreadTag::current())?;
+        Ok(Recording { mode, pieces: Vec::new(), segment_open: true, failed: None })
     }
 
     fn fail(&mut self, e: Error) -> Error {
@@ -122,28 +52,27 @@ impl<L> Capture<L> {
         e
     }
 
-    /// A break: ends the current segment, runs `f` once now (eagerly, on
-    /// the context's stream, with `live`), records it, and opens the next
-    /// segment. At replay `f` runs again between the two segments with the
-    /// live value given to [`Graph::replay`]. Values `f` captured by move
-    /// stay frozen at their capture-time values.
-    pub fn brk<F>(&mut self, live: &L, f: F) -> Result<()>
-    where
-        F: Fn(&Context, &L) -> Result<()> + Send + Sync + 'static,
-    {
+    /// Pieces recorded so far (segments ended plus breaks).
+    pub(crate) fn pieces_so_far(&self) -> usize {
+        self.pieces.len()
+    }
+
+    /// A break: ends the current segment, runs `f` once now with `live`,
+    /// records it and opens the next segment.
+    pub(crate) fn brk(&mut self, ctx: &Context, live: &L, f: BreakFn<L>) -> Result<()> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
         self.segment_open = false;
-        match self.ctx.end_segment() {
+        match end_segment(ctx) {
             Ok(seg) => self.pieces.push(Pending::Segment(seg)),
             Err(e) => return Err(self.fail(e)),
         }
-        let ran = self.ctx.run_break(|| f(&self.ctx, live));
-        self.pieces.push(Pending::Break(Box::new(f)));
+        let ran = ctx.run_break(|| f(ctx, live));
+        self.pieces.push(Pending::Break(f));
         // Reopen the next segment even after a failed break, so that work
         // queued before `end` is recorded (and discarded), never run eagerly.
-        if let Err(e) = self.ctx.begin_segment(self.mode) {
+        if let Err(e) = begin_segment(ctx, self.mode) {
             return Err(self.fail(e));
         }
         self.segment_open = true;
@@ -156,37 +85,57 @@ impl<L> Capture<L> {
         })
     }
 
-    /// Ends the capture and instantiates every segment. On error nothing is
-    /// returned and the stream is left out of capture.
-    pub fn end(mut self) -> Result<Graph<L>> {
-        let pieces = self.finish()?;
+    /// Whether the driver reports the stream's capture as invalidated (a
+    /// foreign device-wide synchronisation, say), so that recording it again
+    /// may succeed.
+    pub(crate) fn stream_invalidated(&self, ctx: &Context) -> bool {
+        if !self.segment_open {
+            return false;
+        }
+        let stream = ctx.raw_stream();
+        bound(ctx.raw_ctx(), |d| {
+            let mut status = CU_STREAM_CAPTURE_STATUS_NONE;
+            // SAFETY: our stream; valid out-pointer.
+            check("cuStreamIsCapturing", unsafe { (d.cuStreamIsCapturing)(stream, &mut status) })?;
+            Ok(status == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
+        })
+        .unwrap_or(false)
+    }
+
+    /// Ends the capture and instantiates every segment.
+    pub(crate) fn end(mut self, ctx: &Context) -> Result<Graph<L>> {
+        let result = self.end_pieces(ctx);
+        self.close(ctx, result)
+    }
+
+    fn end_pieces(&mut self, ctx: &Context) -> Result<Graph<L>> {
+        let pieces = self.finish(ctx)?;
         let mut built = Vec::with_capacity(pieces.len());
         let mut failure = None;
         for p in pieces {
             built.push(match p {
-                Pending::Segment(Some(g)) => self.instantiate_piece(g, &mut failure),
+                Pending::Segment(Some(g)) => instantiate_piece(ctx, g, &mut failure),
                 Pending::Segment(None) => Piece::Segment(None),
                 Pending::Break(f) => Piece::Break(f),
             });
         }
         match failure {
             Some(e) => Err(e),
-            None => Ok(Graph::new(self.ctx.clone(), built)),
+            None => Ok(Graph::new(ctx.clone(), built)),
         }
     }
 
-    /// Ends the capture into `graph`, an earlier capture of the same
-    /// context: each segment whose topology matches the one at the same
-    /// position is updated in place with `cuGraphExecUpdate` (CUDA 12.0+
-    /// drivers; several times cheaper than instantiating), the others are
-    /// instantiated anew, and the breaks become the new capture's. On error
-    /// `graph` keeps its old pieces, but segments already updated in place
-    /// carry the new parameters. Do not replay `graph` meanwhile.
-    pub fn end_update(mut self, graph: &mut Graph<L>) -> Result<UpdateReport> {
-        if graph.context().raw_stream() != self.ctx.raw_stream() {
+    /// Ends the capture into `graph` (see [`Capture::end_update`]).
+    pub(crate) fn end_update(mut self, ctx: &Context, graph: &mut Graph<L>) -> Result<UpdateReport> {
+        let result = self.end_update_pieces(ctx, graph);
+        self.close(ctx, result)
+    }
+
+    fn end_update_pieces(&mut self, ctx: &Context, graph: &mut Graph<L>) -> Result<UpdateReport> {
+        if !graph.context().shares_memory_with(ctx) || graph.context().raw_stream() != ctx.raw_stream() {
             return Err(Error::invalid("end_update: the graph belongs to another context"));
         }
-        let pieces = self.finish()?;
+        let pieces = self.finish(ctx)?;
         let mut report = UpdateReport::default();
         let mut built = Vec::with_capacity(pieces.len());
         let mut failure = None;
@@ -209,10 +158,10 @@ impl<L> Capture<L> {
                 }
                 Ok(false) => {
                     report.instantiated += 1;
-                    self.instantiate_piece(g, &mut failure)
+                    instantiate_piece(ctx, g, &mut failure)
                 }
                 Err(e) => {
-                    self.ctx.destroy_graph(Some(g));
+                    destroy_graph(ctx.raw_ctx(), g);
                     failure.get_or_insert(e);
                     Piece::Segment(None)
                 }
@@ -225,28 +174,208 @@ impl<L> Capture<L> {
         Ok(report)
     }
 
-    /// Instantiates a recorded segment (taking ownership of `g`); on failure
-    /// records the first error in `failure` and yields an empty segment, so
-    /// the caller still disposes of every other recorded graph.
-    fn instantiate_piece(&self, g: CUgraph, failure: &mut Option<Error>) -> Piece<L> {
-        match GraphExec::instantiate(&self.ctx, g) {
-            Ok(e) => Piece::Segment(Some(e)),
-            Err(e) => {
-                failure.get_or_insert(e);
-                Piece::Segment(None)
+    /// Aborts: ends the stream's capture, throws every recorded graph away
+    /// and closes the context's capture state.
+    pub(crate) fn abort(mut self, ctx: &Context) {
+        let _ = self.close(ctx, Ok(()));
+    }
+
+    /// Like [`Recording::abort`] for a context being torn down (no
+    /// `Context` handle left): leaves the stream out of capture and destroys
+    /// the recorded graphs.
+    pub(crate) fn abort_raw(mut self, raw: RawCtx, stream: CUstream) {
+        if self.segment_open {
+            if let Ok(Some(g)) = end_capture(raw, stream) {
+                destroy_graph(raw, g);
+            }
+        }
+        for p in self.pieces.drain(..) {
+            if let Pending::Segment(Some(g)) = p {
+                destroy_graph(raw, g);
             }
         }
     }
 
     /// Ends the last segment and hands over the recorded pieces.
-    fn finish(&mut self) -> Result<Vec<Pending<L>>> {
+    fn finish(&mut self, ctx: &Context) -> Result<Vec<Pending<L>>> {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
         self.segment_open = false;
-        let last = self.ctx.end_segment()?;
+        let last = end_segment(ctx)?;
         self.pieces.push(Pending::Segment(last));
         Ok(std::mem::take(&mut self.pieces))
+    }
+
+    /// Leaves the stream out of capture, destroys what is left, names the
+    /// capture's first failure in an error, and closes the capture state.
+    fn close<T>(&mut self, ctx: &Context, result: Result<T>) -> Result<T> {
+        if self.segment_open {
+            self.segment_open = false;
+            if let Ok(Some(g)) = end_capture(ctx.raw_ctx(), ctx.raw_stream()) {
+                destroy_graph(ctx.raw_ctx(), g);
+            }
+        }
+        for p in self.pieces.drain(..) {
+            if let Pending::Segment(Some(g)) = p {
+                destroy_graph(ctx.raw_ctx(), g);
+            }
+        }
+        let mut state = lock(&ctx.inner.capture_state);
+        let result = result.map_err(|e| match state.first_failure() {
+            Some(note) if !e.to_string().contains(&note) => e.with_note(&note),
+            _ => e,
+        });
+        state.end();
+        result
+    }
+}
+
+/// Starts capturing on `ctx`'s stream. (The plain binding, not
+/// `Context::bound`: callers may hold the capture-state lock.)
+fn begin_segment(ctx: &Context, mode: CaptureMode) -> Result<()> {
+    let stream = ctx.raw_stream();
+    bound(ctx.raw_ctx(), |d| {
+        // SAFETY: our stream; the mode is a valid enum value.
+        check("cuStreamBeginCapture", unsafe { (d.cuStreamBeginCapture)(stream, mode.raw()) })
+    })
+}
+
+/// Ends `stream`'s capture; the graph it recorded, if the driver returned
+/// one. The stream is out of capture afterwards, even on error.
+fn end_capture(raw: RawCtx, stream: CUstream) -> Result<Option<CUgraph>> {
+    bound(raw, |d| {
+        let mut g: CUgraph = std::ptr::null_mut();
+        // SAFETY: our stream, capturing; valid out-pointer.
+        let res = unsafe { (d.cuStreamEndCapture)(stream, &mut g) };
+        if res != CUDA_SUCCESS && !g.is_null() {
+            // SAFETY: a graph the failed end handed us; destroyed once.
+            unsafe { (d.cuGraphDestroy)(g) };
+        }
+        check("cuStreamEndCapture", res)?;
+        Ok((!g.is_null()).then_some(g))
+    })
+}
+
+/// Ends the stream's capture and returns the recorded graph, or `None`
+/// (already destroyed) when it holds no node. The caller destroys the graph.
+fn end_segment(ctx: &Context) -> Result<Option<CUgraph>> {
+    let Some(graph) = end_capture(ctx.raw_ctx(), ctx.raw_stream()).inspect_err(|e| ctx.note_failure(e))? else {
+        return Ok(None);
+    };
+    let nodes = ctx.bound(|d| {
+        let mut nodes = 0usize;
+        // SAFETY: live graph; a null node array asks for the count only.
+        check("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(graph, std::ptr::null_mut(), &mut nodes) })?;
+        Ok(nodes)
+    });
+    match nodes {
+        Ok(n) if n > 0 => Ok(Some(graph)),
+        other => {
+            destroy_graph(ctx.raw_ctx(), graph);
+            other.map(|_| None)
+        }
+    }
+}
+
+/// Instantiates a recorded segment (taking ownership of `g`); on failure
+/// records the first error in `failure` and yields an empty segment, so
+/// the caller still disposes of every other recorded graph.
+fn instantiate_piece<L>(ctx: &Context, g: CUgraph, failure: &mut Option<Error>) -> Piece<L> {
+    match GraphExec::instantiate(ctx, g) {
+        Ok(e) => Piece::Segment(Some(e)),
+        Err(e) => {
+            failure.get_or_insert(e);
+            Piece::Segment(None)
+        }
+    }
+}
+
+/// An open capture on a context. `L` is the live value type its breaks
+/// receive (see [`Graph::replay`]). Dropping it without [`Capture::end`]
+/// aborts the capture.
+pub struct Capture<L = ()> {
+    ctx: Context,
+    recording: Option<Recording<L>>,
+}
+
+impl Context {
+    /// Opens a capture on this context's stream. Refused while another
+    /// capture is open on the same context.
+    pub fn begin_capture(&self, mode: CaptureMode) -> Result<Capture<()>> {
+        self.begin_breakable(mode)
+    }
+
+    /// Opens a capture whose breaks receive a live `L` at replay.
+    pub fn begin_breakable<L>(&self, mode: CaptureMode) -> Result<Capture<L>> {
+        Ok(Capture { ctx: self.clone(), recording: Some(Recording::begin(self, mode)?) })
+    }
+}
+
+impl<L> std::fmt::Debug for Capture<L> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Capture")
+            .field("device", &self.ctx.device_id())
+            .field("mode", &self.recording.as_ref().map(|r| r.mode))
+            .field("pieces_so_far", &self.pieces_so_far())
+            .finish()
+    }
+}
+
+impl<L> Capture<L> {
+    /// The context being captured.
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// Pieces recorded so far (segments ended plus breaks).
+    pub fn pieces_so_far(&self) -> usize {
+        self.recording.as_ref().map_or(0, Recording::pieces_so_far)
+    }
+
+    fn recording(&mut self) -> Result<&mut Recording<L>> {
+        self.recording.as_mut().ok_or_else(|| Error::capture_state("the capture has ended"))
+    }
+
+    /// A break: ends the current segment, runs `f` once now (eagerly, on
+    /// the context's stream, with `live`), records it, and opens the next
+    /// segment. At replay `f` runs again between the two segments with the
+    /// live value given to [`Graph::replay`]. Values `f` captured by move
+    /// stay frozen at their capture-time values.
+    pub fn brk<F>(&mut self, live: &L, f: F) -> Result<()>
+    where
+        F: Fn(&Context, &L) -> Result<()> + Send + Sync + 'static,
+    {
+        let ctx = self.ctx.clone();
+        self.recording()?.brk(&ctx, live, Box::new(f))
+    }
+
+    /// Whether the driver reports this capture as invalidated (for example
+    /// by another library's device-wide synchronisation): ending it will
+    /// fail, and recording it again may succeed.
+    pub fn is_invalidated(&self) -> bool {
+        self.recording.as_ref().is_some_and(|r| r.stream_invalidated(&self.ctx))
+    }
+
+    /// Ends the capture and instantiates every segment. On error nothing is
+    /// returned, the stream is left out of capture, and the message names
+    /// the first failing call inside the capture (call, thread, CUDA error).
+    pub fn end(mut self) -> Result<Graph<L>> {
+        let ctx = self.ctx.clone();
+        self.recording.take().ok_or_else(|| Error::capture_state("the capture has ended"))?.end(&ctx)
+    }
+
+    /// Ends the capture into `graph`, an earlier capture of the same
+    /// context: each segment whose topology matches the one at the same
+    /// position is updated in place with `cuGraphExecUpdate` (CUDA 12.0+
+    /// drivers; several times cheaper than instantiating), the others are
+    /// instantiated anew, and the breaks become the new capture's. The
+    /// stream leaves capture either way. On error `graph` keeps its old
+    /// pieces, but segments already updated in place carry the new
+    /// parameters. Do not replay `graph` meanwhile.
+    pub fn end_update(mut self, graph: &mut Graph<L>) -> Result<UpdateReport> {
+        let ctx = self.ctx.clone();
+        self.recording.take().ok_or_else(|| Error::capture_state("the capture has ended"))?.end_update(&ctx, graph)
     }
 }
 
@@ -265,17 +394,72 @@ where
 
 impl<L> Drop for Capture<L> {
     fn drop(&mut self) {
-        if self.segment_open {
-            // Abort: end the stream's capture and throw the graph away.
-            if let Ok(g) = self.ctx.end_segment() {
-                self.ctx.destroy_graph(g);
-            }
+        if let Some(rec) = self.recording.take() {
+            rec.abort(&self.ctx);
         }
-        for p in self.pieces.drain(..) {
-            if let Pending::Segment(g) = p {
-                self.ctx.destroy_graph(g);
-            }
-        }
-        lock(&self.ctx.inner.capture_state).end();
     }
+}
+
+/// A graph recorded by [`Context::capture_with_retry`] (or the held
+/// variant), and how many recordings it took.
+#[derive(Debug)]
+pub struct Recaptured<L = ()> {
+    /// The instantiated graph.
+    pub graph: Graph<L>,
+    /// Recordings made: 1 when the first capture held.
+    pub tries: u32,
+}
+
+impl Context {
+    /// Records `record` into a graph, recording it again (up to `max_tries`
+    /// recordings in all) when the capture is invalidated, e.g. because
+    /// another library synchronised the device meanwhile. Any other error
+    /// ends the attempt at once. `record` must be safe to run several times
+    /// (captured work is not executed, so a discarded recording has no
+    /// effect on the device). Between tries the thread backs off briefly
+    /// (20 µs, doubling, at most 2 ms). When every try was invalidated, the
+    /// last [`Error::CaptureInvalidated`] is returned.
+    pub fn capture_with_retry<L, F>(&self, mode: CaptureMode, max_tries: u32, mut record: F) -> Result<Recaptured<L>>
+    where
+        F: FnMut(&mut Capture<L>) -> Result<()>,
+    {
+        retry_invalidated(max_tries, || {
+            let mut cap = self.begin_breakable::<L>(mode)?;
+            let recorded = record(&mut cap);
+            if recorded.is_err() && cap.is_invalidated() {
+                return Err(Error::CaptureInvalidated {
+                    call: "the recording",
+                    detail: format!(" ({})", recorded.err().map(|e| e.to_string()).unwrap_or_default()),
+                });
+            }
+            recorded?;
+            cap.end()
+        })
+    }
+}
+
+/// Runs `attempt` up to `max_tries` times while it fails with an
+/// invalidated capture, backing off between tries.
+pub(crate) fn retry_invalidated<T>(
+    max_tries: u32,
+    mut attempt: impl FnMut() -> Result<Graph<T>>,
+) -> Result<Recaptured<T>> {
+    if max_tries == 0 {
+        return Err(Error::invalid("max_tries must be at least 1"));
+    }
+    let mut backoff = std::time::Duration::from_micros(20);
+    for tries in 1..=max_tries {
+        match attempt() {
+            Ok(graph) => return Ok(Recaptured { graph, tries }),
+            Err(e) if e.is_capture_invalidated() && tries < max_tries => {
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(std::time::Duration::from_millis(2));
+            }
+            Err(e) if e.is_capture_invalidated() => {
+                return Err(e.with_note(&format!("gave up after {max_tries} recordings, each invalidated")));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Error::invalid("max_tries must be at least 1"))
 }

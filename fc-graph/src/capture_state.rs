@@ -1,34 +1,79 @@
 //! The capture state machine of one context, kept apart from the driver so
 //! that its rules are tested on any machine: at most one capture open per
 //! context, no capture begun inside a break function, and the stream
-//! records only while a capture is open and no break function runs.
-
-use std::thread::ThreadId;
+//! records only while a capture is open and no break function runs. It also
+//! keeps the first driver failure seen while the capture records, so that a
+//! failed capture can name it.
 
 use crate::error::{Error, Result};
 
+/// An OS thread, identified without Rust's thread-locals (so it can be read
+/// on a thread that is exiting): its kernel thread id and name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadTag {
+    /// The kernel's thread id (`gettid`).
+    pub tid: i64,
+    /// The thread's name (`pthread_getname_np`), possibly empty.
+    pub name: String,
+}
+
+impl ThreadTag {
+    /// The calling thread.
+    pub fn current() -> ThreadTag {
+        // SAFETY: gettid has no preconditions.
+        let tid = i64::from(unsafe { libc::gettid() });
+        let mut buf = [0 as libc::c_char; 64];
+        // SAFETY: the buffer holds `len` bytes; the call NUL-terminates it.
+        let rc = unsafe { libc::pthread_getname_np(libc::pthread_self(), buf.as_mut_ptr(), buf.len()) };
+        let name = if rc == 0 {
+            let bytes: Vec<u8> = buf.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+            String::from_utf8_lossy(&bytes).into_owned()
+        } else {
+            String::new()
+        };
+        ThreadTag { tid, name }
+    }
+}
+
+impl std::fmt::Display for ThreadTag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.name.is_empty() {
+            write!(f, "thread {}", self.tid)
+        } else {
+            write!(f, "thread '{}' ({})", self.name, self.tid)
+        }
+    }
+}
+
 /// What a context is doing, capture-wise.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct CaptureState {
     /// The thread that opened the current capture, if one is open.
-    capturing: Option<ThreadId>,
+    capturing: Option<ThreadTag>,
     /// A break function of this context is running (at capture or replay).
     in_break: bool,
+    /// The first driver failure while the open capture recorded.
+    first_failure: Option<String>,
 }
 
 impl CaptureState {
-    /// Opens a capture for `thread`; refused while one is open or while a
-    /// break function runs.
-    pub fn begin(&mut self, thread: ThreadId) -> Result<()> {
-        if let Some(owner) = self.capturing {
-            return Err(Error::capture_state(format!(
-                "a capture is already open on this context (opened by thread {owner:?})"
-            )));
+    /// Whether a capture may be opened now (none open, no break running).
+    pub fn check_can_begin(&self) -> Result<()> {
+        if let Some(owner) = &self.capturing {
+            return Err(Error::capture_state(format!("a capture is already open on this context (opened by {owner})")));
         }
         if self.in_break {
             return Err(Error::capture_state("cannot begin a capture inside a break function"));
         }
+        Ok(())
+    }
+
+    /// Opens a capture for `thread`; refused while one is open or while a
+    /// break function runs.
+    pub fn begin(&mut self, thread: ThreadTag) -> Result<()> {
+        self.check_can_begin()?;
         self.capturing = Some(thread);
+        self.first_failure = None;
         Ok(())
     }
 
@@ -36,6 +81,7 @@ impl CaptureState {
     pub fn end(&mut self) {
         self.capturing = None;
         self.in_break = false;
+        self.first_failure = None;
     }
 
     /// Marks a break function as running; returns the previous mark for
@@ -71,14 +117,35 @@ impl CaptureState {
     pub fn break_passes_through(&self) -> bool {
         !self.is_open() || self.in_break
     }
+
+    /// Records a driver failure as the capture's first one, naming the call,
+    /// the calling thread and the CUDA error. Ignored without an open
+    /// capture, after the first, and for errors that are not driver calls.
+    pub fn note_failure(&mut self, e: &Error) {
+        if self.capturing.is_none() || self.first_failure.is_some() {
+            return;
+        }
+        let (call, name) = match e {
+            Error::Cuda { call, name, .. } => (*call, name.as_str()),
+            Error::CaptureInvalidated { call, .. } => (*call, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED"),
+            _ => return,
+        };
+        self.first_failure = Some(format!("{call} on {} returned {name}", ThreadTag::current()));
+    }
+
+    /// The first failure noted while the capture recorded, as a sentence
+    /// fragment for error messages.
+    pub fn first_failure(&self) -> Option<String> {
+        self.first_failure.as_ref().map(|f| format!("first failure inside the capture: {f}"))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn me() -> ThreadId {
-        std::thread::current().id()
+    fn me() -> ThreadTag {
+        ThreadTag::current()
     }
 
     #[test]
@@ -133,5 +200,48 @@ mod tests {
         s.enter_break();
         s.end();
         assert_eq!(s, CaptureState::default());
+    }
+
+    #[test]
+    fn the_first_driver_failure_is_named_with_its_thread() {
+        let mut s = CaptureState::default();
+        let invalidated = Error::CaptureInvalidated { call: "cuLaunchKernel", detail: String::new() };
+        s.note_failure(&invalidated);
+        assert_eq!(s.first_failure(), None, "no capture open: nothing noted");
+        std::thread::Builder::new()
+            .name("decode-7".into())
+            .spawn(move || {
+                s.begin(me()).unwrap();
+                s.note_failure(&Error::invalid("not a driver call"));
+                assert_eq!(s.first_failure(), None);
+                s.note_failure(&invalidated);
+                let later = Error::Cuda {
+                    call: "cuMemsetD8Async",
+                    code: 1,
+                    name: "CUDA_ERROR_INVALID_VALUE".into(),
+                    description: String::new(),
+                };
+                s.note_failure(&later);
+                let f = s.first_failure().unwrap();
+                assert!(
+                    f.starts_with("first failure inside the capture: cuLaunchKernel on thread 'decode-7' ("),
+                    "{f}"
+                );
+                assert!(f.ends_with("returned CUDA_ERROR_STREAM_CAPTURE_INVALIDATED"), "{f}");
+                s.end();
+                assert_eq!(s.first_failure(), None);
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
+    #[test]
+    fn thread_tags_read_the_os_name() {
+        let t = std::thread::Builder::new().name("fc-tag".into()).spawn(ThreadTag::current).unwrap().join().unwrap();
+        assert_eq!(t.name, "fc-tag");
+        assert!(t.tid > 0);
+        assert_ne!(t, ThreadTag::current());
+        assert!(t.to_string().starts_with("thread 'fc-tag' ("));
     }
 }

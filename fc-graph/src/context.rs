@@ -1,15 +1,28 @@
-//! Contexts: a device's primary context plus a non-blocking stream of our
-//! own. Several contexts on one device are independent (each its own
-//! stream, capture state and capture pool).
+//! Contexts: a device's CUDA context plus a non-blocking stream of our own.
+//!
+//! Two kinds (see [`Context::new`] and [`Context::isolated`]):
+//! - **primary**: the device's primary context, shared with the CUDA runtime
+//!   and every library in the process (PyTorch, cuBLAS, NCCL); memory and
+//!   modules are shared with them;
+//! - **isolated**: a private context of our own (`cuCtxCreate`); another
+//!   library's device-wide synchronisation or capture neither sees nor
+//!   invalidates its captures, at the price of memory that other contexts'
+//!   kernels cannot use.
+//!
+//! Several contexts on one device are independent (each its own stream,
+//! capture state and capture pool).
 
+use std::os::raw::c_void;
+use std::sync::atomic::AtomicPtr;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use cuda_sys::*;
 
 use crate::builtins::Builtins;
+use crate::capture::Recording;
 use crate::capture_state::CaptureState;
 use crate::device::Device;
-use crate::driver::{bound, check, driver, shielded};
+use crate::driver::{bound, check, driver, shielded, RawCtx};
 use crate::error::{Error, Result};
 use crate::pool::PoolAllocator;
 
@@ -39,6 +52,32 @@ impl CaptureMode {
     }
 }
 
+/// Which CUDA context a [`Context`] runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContextKind {
+    /// The device's primary context (shared with the CUDA runtime).
+    Primary,
+    /// A private context created for this [`Context`] alone.
+    Isolated,
+}
+
+/// An opaque, pointer-sized live value for captures held by the context
+/// (the C API's `void *live`): break functions receive it, the library
+/// never dereferences it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LivePtr(pub *mut c_void);
+
+impl LivePtr {
+    /// The null live value.
+    pub const NULL: LivePtr = LivePtr(std::ptr::null_mut());
+}
+
+// SAFETY: an opaque pointer the caller owns; the library only hands it back
+// to the caller's break functions, on whichever thread replays.
+unsafe impl Send for LivePtr {}
+// SAFETY: as above; never dereferenced here.
+unsafe impl Sync for LivePtr {}
+
 /// A context on one device. Cheap to clone (shared handle); `Send + Sync`.
 #[derive(Clone)]
 pub struct Context {
@@ -47,15 +86,24 @@ pub struct Context {
 
 pub(crate) struct ContextInner {
     pub(crate) device: Device,
-    pub(crate) raw: CUcontext,
+    pub(crate) kind: ContextKind,
+    pub(crate) raw: RawCtx,
     pub(crate) stream: CUstream,
     pub(crate) builtins: OnceLock<Builtins>,
     pub(crate) capture_state: Mutex<CaptureState>,
     pub(crate) pool: Mutex<PoolAllocator>,
+    /// The capture held by the context itself (`begin_held`...), for callers
+    /// that cannot keep a [`crate::Capture`] guard (the C API).
+    pub(crate) held: Mutex<Option<Recording<LivePtr>>>,
+    /// The live value breaks of the held capture receive while it records.
+    pub(crate) capture_live: AtomicPtr<c_void>,
+    /// The live value of the held-capture break function running now (what
+    /// a pass-through break inside it receives).
+    pub(crate) running_live: AtomicPtr<c_void>,
 }
 
 // SAFETY: CUcontext and CUstream are driver handles that the driver allows
-// from any thread; all mutable state is behind mutexes.
+// from any thread; all mutable state is behind mutexes or atomics.
 unsafe impl Send for ContextInner {}
 // SAFETY: as above; shared access only reads immutable handles or locks.
 unsafe impl Sync for ContextInner {}
@@ -64,6 +112,7 @@ impl std::fmt::Debug for Context {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Context")
             .field("device", &self.inner.device.ordinal())
+            .field("kind", &self.inner.kind)
             .field("stream", &self.inner.stream)
             .finish()
     }
@@ -75,36 +124,71 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Context {
-    /// A context for device `ordinal`: its primary context, retained, plus
-    /// a new non-blocking stream.
+    /// A context for device `ordinal` in its **primary** context (retained),
+    /// plus a new non-blocking stream. Memory and modules are shared with
+    /// every other user of the primary context (the CUDA runtime, PyTorch,
+    /// cuBLAS, NCCL), so their pointers can be used here and ours there.
     pub fn new(ordinal: usize) -> Result<Context> {
         let device = Device::get(ordinal)?;
         let d = driver()?;
         let mut raw: CUcontext = std::ptr::null_mut();
         // SAFETY: valid out-pointer and device handle.
         check("cuDevicePrimaryCtxRetain", unsafe { (d.cuDevicePrimaryCtxRetain)(&mut raw, device.handle()) })?;
+        let raw = RawCtx { raw, leave_current: true };
+        Self::with_stream(device, ContextKind::Primary, raw).inspect_err(|_| {
+            // SAFETY: releases the retain made above.
+            unsafe { (d.cuDevicePrimaryCtxRelease)(device.handle()) };
+        })
+    }
+
+    /// A context for device `ordinal` in a **private** CUDA context of its
+    /// own (`cuCtxCreate`), plus a new non-blocking stream.
+    ///
+    /// Choose it when other libraries in the process work on the same GPU:
+    /// their device-wide synchronisations (`cudaDeviceSynchronize`,
+    /// `torch.cuda.synchronize()`, `cudaFree`) and captures neither see nor
+    /// invalidate this context's captures. The price: its buffers and
+    /// modules belong to it alone (other contexts' kernels cannot use them,
+    /// and it cannot use theirs: such mixes are refused with
+    /// [`Error::WrongContext`]), the device holds a second context (some
+    /// hundreds of MiB), and each call pushes and pops the context on the
+    /// calling thread. It is never left current on a thread.
+    pub fn isolated(ordinal: usize) -> Result<Context> {
+        let device = Device::get(ordinal)?;
+        let d = driver()?;
+        let mut raw: CUcontext = std::ptr::null_mut();
+        // SAFETY: valid out-pointer and device handle; cuCtxCreate makes the
+        // new context current on this thread, which the pop below undoes.
+        check("cuCtxCreate", unsafe { (d.cuCtxCreate)(&mut raw, CU_CTX_SCHED_AUTO, device.handle()) })?;
+        let mut popped: CUcontext = std::ptr::null_mut();
+        // SAFETY: pops the context cuCtxCreate pushed on this thread.
+        let pop = check("cuCtxPopCurrent", unsafe { (d.cuCtxPopCurrent)(&mut popped) });
+        let raw = RawCtx { raw, leave_current: false };
+        pop.and_then(|()| Self::with_stream(device, ContextKind::Isolated, raw)).inspect_err(|_| {
+            // SAFETY: destroys the context created above, used by nothing else.
+            unsafe { (d.cuCtxDestroy)(raw.raw) };
+        })
+    }
+
+    fn with_stream(device: Device, kind: ContextKind, raw: RawCtx) -> Result<Context> {
         let stream = shielded(raw, |d| {
             let mut s: CUstream = std::ptr::null_mut();
             // SAFETY: valid out-pointer; the context is current.
             check("cuStreamCreate", unsafe { (d.cuStreamCreate)(&mut s, CU_STREAM_NON_BLOCKING) })?;
             Ok(s)
-        });
-        let stream = match stream {
-            Ok(s) => s,
-            Err(e) => {
-                // SAFETY: releases the retain made above.
-                unsafe { (d.cuDevicePrimaryCtxRelease)(device.handle()) };
-                return Err(e);
-            }
-        };
+        })?;
         Ok(Context {
             inner: Arc::new(ContextInner {
                 device,
+                kind,
                 raw,
                 stream,
                 builtins: OnceLock::new(),
                 capture_state: Mutex::new(CaptureState::default()),
                 pool: Mutex::new(PoolAllocator::default()),
+                held: Mutex::new(None),
+                capture_live: AtomicPtr::new(std::ptr::null_mut()),
+                running_live: AtomicPtr::new(std::ptr::null_mut()),
             }),
         })
     }
@@ -119,14 +203,56 @@ impl Context {
         self.inner.device
     }
 
-    /// The raw stream handle, for interop with other CUDA code.
+    /// Primary or isolated.
+    pub fn kind(&self) -> ContextKind {
+        self.inner.kind
+    }
+
+    /// The raw stream handle (`CUstream`), for interop: work another library
+    /// queues on it while this context captures is recorded into the graph
+    /// (the capture-mode shield covers only fc-graph's own calls). Valid
+    /// while any clone of this context is alive.
     pub fn raw_stream(&self) -> CUstream {
         self.inner.stream
     }
 
-    /// The raw (primary) context handle.
+    /// The raw CUDA context handle (`CUcontext`): the device's primary
+    /// context, or the private one of an isolated context. Valid while any
+    /// clone of this context is alive.
     pub fn raw_context(&self) -> CUcontext {
+        self.inner.raw.raw
+    }
+
+    pub(crate) fn raw_ctx(&self) -> RawCtx {
         self.inner.raw
+    }
+
+    /// Whether two contexts run in the same CUDA context (so that buffers
+    /// and kernels of one may be used by the other).
+    pub fn shares_memory_with(&self, other: &Context) -> bool {
+        self.raw_context() == other.raw_context()
+    }
+
+    /// Checks that something of `owner` (a buffer, a kernel) may be used on
+    /// this context.
+    pub(crate) fn check_usable(&self, what: &str, owner: &Context) -> Result<()> {
+        if self.shares_memory_with(owner) {
+            return Ok(());
+        }
+        if owner.device_id() != self.device_id() {
+            return Err(Error::WrongDevice(format!(
+                "{what} lives on device {}, the context on device {}",
+                owner.device_id(),
+                self.device_id()
+            )));
+        }
+        Err(Error::WrongContext(format!(
+            "{what} belongs to another CUDA context of device {} (a {:?} context; this one is {:?}): \
+             isolated contexts share no memory or modules",
+            self.device_id(),
+            owner.kind(),
+            self.kind()
+        )))
     }
 
     /// Whether a capture is open on this context (also while one of its
@@ -183,20 +309,39 @@ impl Context {
     pub fn synchronize(&self) -> Result<()> {
         self.ensure_not_capturing("synchronize")?;
         let stream = self.inner.stream;
-        shielded(self.inner.raw, |d| {
+        self.shielded(|d| {
             // SAFETY: our stream, alive while the context is.
             check("cuStreamSynchronize", unsafe { (d.cuStreamSynchronize)(stream) })
         })
     }
 
+    /// Free and total device memory, in bytes, as the driver reports them
+    /// for this context's device (`cuMemGetInfo`).
+    pub fn mem_info(&self) -> Result<(usize, usize)> {
+        self.shielded(|d| {
+            let (mut free, mut total) = (0usize, 0usize);
+            // SAFETY: valid out-pointers; the context is current.
+            check("cuMemGetInfo", unsafe { (d.cuMemGetInfo)(&mut free, &mut total) })?;
+            Ok((free, total))
+        })
+    }
+
     /// Runs `f` with the context current (stream work: launches, copies).
+    /// A failure while the context records is noted as the capture's first
+    /// failure (named when the capture ends in error).
     pub(crate) fn bound<T>(&self, f: impl FnOnce(&'static Driver) -> Result<T>) -> Result<T> {
-        bound(self.inner.raw, f)
+        bound(self.inner.raw, f).inspect_err(|e| self.note_failure(e))
     }
 
     /// Runs `f` with the context current and the capture shield raised.
     pub(crate) fn shielded<T>(&self, f: impl FnOnce(&'static Driver) -> Result<T>) -> Result<T> {
-        shielded(self.inner.raw, f)
+        shielded(self.inner.raw, f).inspect_err(|e| self.note_failure(e))
+    }
+
+    /// Notes a driver failure as the open capture's first failure (no-op
+    /// without an open capture, or for errors that are not driver calls).
+    pub(crate) fn note_failure(&self, e: &Error) {
+        lock(&self.inner.capture_state).note_failure(e);
     }
 
     /// Bytes of device memory this context's capture pool holds.
@@ -211,15 +356,25 @@ impl Context {
 }
 
 impl Drop for ContextInner {
+    /// Tears down in an explicit order: wait for the stream; abort a capture
+    /// the context still holds; destroy the built-in module; free the
+    /// capture pool; destroy the stream; and only then release (primary) or
+    /// destroy (isolated) the CUDA context. Everything else that uses the
+    /// context (buffers, graphs, modules, events) holds a `Context` clone,
+    /// so it is gone before this runs.
     fn drop(&mut self) {
         let Ok(d) = driver() else { return };
         let raw = self.raw;
         let stream = self.stream;
         let builtins = self.builtins.take();
+        let held = self.held.get_mut().map(Option::take).unwrap_or_else(|p| p.into_inner().take());
         let slabs: Vec<(u64, u64)> = lock(&self.pool).slabs().collect();
         let _ = shielded(raw, |d| {
             // SAFETY: our stream; waits for queued work before tearing down.
             unsafe { (d.cuStreamSynchronize)(stream) };
+            if let Some(rec) = held {
+                rec.abort_raw(raw, stream);
+            }
             drop(builtins);
             for (base, _) in slabs {
                 // SAFETY: slabs were allocated with cuMemAlloc by this context
@@ -230,7 +385,17 @@ impl Drop for ContextInner {
             unsafe { (d.cuStreamDestroy)(stream) };
             Ok(())
         });
-        // SAFETY: releases the retain taken in `Context::new`.
-        unsafe { (d.cuDevicePrimaryCtxRelease)(self.device.handle()) };
+        match self.kind {
+            // SAFETY: releases the retain taken in `Context::new`.
+            ContextKind::Primary => unsafe {
+                (d.cuDevicePrimaryCtxRelease)(self.device.handle());
+            },
+            // SAFETY: destroys the context created in `Context::isolated`;
+            // nothing refers to it any more, and it is not current anywhere
+            // (it is only ever pushed and popped around calls).
+            ContextKind::Isolated => unsafe {
+                (d.cuCtxDestroy)(raw.raw);
+            },
+        }
     }
 }

@@ -32,42 +32,60 @@ pub(crate) fn check(call: &'static str, res: CUresult) -> Result<()> {
     }
     match driver() {
         Ok(d) => check_with(d, call, res),
+        Err(_) if res == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED => {
+            Err(Error::CaptureInvalidated { call, detail: String::new() })
+        }
         Err(_) => Err(Error::Cuda { call, code: res, name: format!("CUDA_ERROR_{res}"), description: String::new() }),
     }
 }
 
+/// A context handle plus how to make it current: a primary context is left
+/// current on threads that had none (as the CUDA runtime does), an isolated
+/// one is always pushed and popped again, so other libraries on the thread
+/// never find it current.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RawCtx {
+    pub(crate) raw: CUcontext,
+    pub(crate) leave_current: bool,
+}
+
+// SAFETY: a driver context handle, usable from any thread.
+unsafe impl Send for RawCtx {}
+// SAFETY: as above; the value is immutable.
+unsafe impl Sync for RawCtx {}
+
 fn check_with(d: &Driver, call: &'static str, res: CUresult) -> Result<()> {
-    if res == CUDA_SUCCESS {
-        Ok(())
-    } else {
-        Err(Error::Cuda { call, code: res, name: d.error_name(res), description: d.error_string(res) })
+    match res {
+        CUDA_SUCCESS => Ok(()),
+        CUDA_ERROR_STREAM_CAPTURE_INVALIDATED => Err(Error::CaptureInvalidated { call, detail: String::new() }),
+        _ => Err(Error::Cuda { call, code: res, name: d.error_name(res), description: d.error_string(res) }),
     }
 }
 
 /// Makes a context current on this thread for the guard's life. A no-op
-/// when it already is current. When the thread had no current context, ours
-/// is made current and left so (as the CUDA runtime does with primary
-/// contexts), which makes later calls on this thread free; when another
-/// context was current, ours is pushed and popped again on drop.
+/// when it already is current. When the thread had no current context, a
+/// primary context is made current and left so (as the CUDA runtime does),
+/// which makes later calls on this thread free; otherwise (another context
+/// current, or an isolated context) ours is pushed and popped again on drop.
 pub(crate) struct ContextBinding {
     pushed: bool,
 }
 
 impl ContextBinding {
-    pub(crate) fn bind(d: &Driver, ctx: CUcontext) -> Result<ContextBinding> {
+    pub(crate) fn bind(d: &Driver, ctx: RawCtx) -> Result<ContextBinding> {
         let mut current: CUcontext = std::ptr::null_mut();
         // SAFETY: valid out-pointer.
         check("cuCtxGetCurrent", unsafe { (d.cuCtxGetCurrent)(&mut current) })?;
-        if current == ctx {
+        if current == ctx.raw {
             return Ok(ContextBinding { pushed: false });
         }
-        if current.is_null() {
-            // SAFETY: `ctx` is a retained primary context, alive while the caller holds it.
-            check("cuCtxSetCurrent", unsafe { (d.cuCtxSetCurrent)(ctx) })?;
+        if current.is_null() && ctx.leave_current {
+            // SAFETY: `ctx` is a live context the caller holds a reference to.
+            check("cuCtxSetCurrent", unsafe { (d.cuCtxSetCurrent)(ctx.raw) })?;
             return Ok(ContextBinding { pushed: false });
         }
-        // SAFETY: `ctx` is a retained primary context, alive while the caller holds it.
-        check("cuCtxPushCurrent", unsafe { (d.cuCtxPushCurrent)(ctx) })?;
+        // SAFETY: `ctx` is a live context the caller holds a reference to.
+        check("cuCtxPushCurrent", unsafe { (d.cuCtxPushCurrent)(ctx.raw) })?;
         Ok(ContextBinding { pushed: true })
     }
 }
@@ -115,7 +133,7 @@ impl Drop for CaptureShield<'_> {
 /// Runs `f` with `ctx` current and the capture shield raised: the wrapper
 /// for every potentially unsafe call (allocate, free, synchronize, load a
 /// module, instantiate, launch or destroy a graph).
-pub(crate) fn shielded<T>(ctx: CUcontext, f: impl FnOnce(&'static Driver) -> Result<T>) -> Result<T> {
+pub(crate) fn shielded<T>(ctx: RawCtx, f: impl FnOnce(&'static Driver) -> Result<T>) -> Result<T> {
     let d = driver()?;
     let _bind = ContextBinding::bind(d, ctx)?;
     let _shield = CaptureShield::raise(d)?;
@@ -124,7 +142,7 @@ pub(crate) fn shielded<T>(ctx: CUcontext, f: impl FnOnce(&'static Driver) -> Res
 
 /// Runs `f` with `ctx` current (no shield): for stream work such as kernel
 /// launches and async copies, which are legal during captures.
-pub(crate) fn bound<T>(ctx: CUcontext, f: impl FnOnce(&'static Driver) -> Result<T>) -> Result<T> {
+pub(crate) fn bound<T>(ctx: RawCtx, f: impl FnOnce(&'static Driver) -> Result<T>) -> Result<T> {
     let d = driver()?;
     let _bind = ContextBinding::bind(d, ctx)?;
     f(d)

@@ -4,7 +4,7 @@
 use cuda_sys::*;
 
 use crate::context::Context;
-use crate::driver::{check, shielded};
+use crate::driver::{check, shielded, RawCtx};
 use crate::error::Result;
 
 /// A break's host function: receives the context and the *live* value
@@ -33,7 +33,7 @@ impl GraphExec {
     /// Instantiates `graph` and takes ownership of it (destroyed with the
     /// executable, or right away when instantiation fails).
     pub(crate) fn instantiate(ctx: &Context, graph: CUgraph) -> Result<GraphExec> {
-        let raw_ctx = ctx.raw_context();
+        let raw_ctx = ctx.raw_ctx();
         let exec = shielded(raw_ctx, |d| {
             let mut exec: CUgraphExec = std::ptr::null_mut();
             // SAFETY: valid out-pointer and a live graph.
@@ -56,7 +56,7 @@ impl GraphExec {
     /// `cuGraphExecUpdate`) and the caller still owns `graph`, as on error.
     pub(crate) fn update_from(&mut self, graph: CUgraph) -> Result<bool> {
         let exec = self.exec;
-        let updated = shielded(self.ctx.raw_context(), |d| {
+        let updated = shielded(self.ctx.raw_ctx(), |d| {
             let Some(update) = d.cuGraphExecUpdate else {
                 return Ok(false);
             };
@@ -73,7 +73,7 @@ impl GraphExec {
             check("cuGraphExecUpdate", res).map(|()| true)
         })?;
         if updated {
-            destroy_graph(self.ctx.raw_context(), std::mem::replace(&mut self.source, graph));
+            destroy_graph(self.ctx.raw_ctx(), std::mem::replace(&mut self.source, graph));
         }
         Ok(updated)
     }
@@ -81,7 +81,7 @@ impl GraphExec {
     /// Launches on `stream` (asynchronous).
     pub(crate) fn launch(&self, stream: CUstream) -> Result<()> {
         let exec = self.exec;
-        shielded(self.ctx.raw_context(), |d| {
+        shielded(self.ctx.raw_ctx(), |d| {
             // SAFETY: live executable graph and stream of the same context.
             check("cuGraphLaunch", unsafe { (d.cuGraphLaunch)(exec, stream) })
         })
@@ -91,18 +91,18 @@ impl GraphExec {
 impl Drop for GraphExec {
     fn drop(&mut self) {
         let exec = self.exec;
-        let _ = shielded(self.ctx.raw_context(), |d| {
+        let _ = shielded(self.ctx.raw_ctx(), |d| {
             // SAFETY: destroyed once; a launch still in flight completes first
             // (the driver frees it asynchronously).
             check("cuGraphExecDestroy", unsafe { (d.cuGraphExecDestroy)(exec) })
         });
-        destroy_graph(self.ctx.raw_context(), self.source);
+        destroy_graph(self.ctx.raw_ctx(), self.source);
         // `self.ctx` is released after this, by the field drop.
     }
 }
 
 /// Destroys a graph we own (errors are ignored: nothing to do about them).
-pub(crate) fn destroy_graph(raw_ctx: CUcontext, graph: CUgraph) {
+pub(crate) fn destroy_graph(raw_ctx: RawCtx, graph: CUgraph) {
     let _ = shielded(raw_ctx, |d| {
         // SAFETY: a graph we own, destroyed once; executables made from it do
         // not need it.

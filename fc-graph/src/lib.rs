@@ -19,14 +19,15 @@ pub mod driver;
 pub mod error;
 pub mod event;
 pub mod graph;
+pub mod held;
 pub mod module;
 pub mod pool;
 pub mod ptx_params;
 
 pub use buffer::{DeviceBuffer, Origin};
 pub use builtins::BinaryOp;
-pub use capture::{break_here, Capture};
-pub use context::{CaptureMode, Context};
+pub use capture::{break_here, Capture, Recaptured};
+pub use context::{CaptureMode, Context, ContextKind, LivePtr};
 pub use device::Device;
 pub use driver::driver;
 pub use error::{Error, Result};

@@ -9,7 +9,7 @@ use cuda_sys::*;
 
 use crate::buffer::DeviceBuffer;
 use crate::context::Context;
-use crate::driver::{bound, check};
+use crate::driver::{bound, check, RawCtx};
 use crate::error::{Error, Result};
 use crate::ptx_params::{find_entry, parse_entries, ParamKind, PtxEntry, PtxParam};
 
@@ -20,7 +20,7 @@ use crate::ptx_params::{find_entry, parse_entries, ParamKind, PtxEntry, PtxParam
 /// context's own built-in module has no `owner` (the context destroys it
 /// explicitly before releasing itself).
 pub(crate) struct ModuleHandle {
-    raw_ctx: CUcontext,
+    raw_ctx: RawCtx,
     module: CUmodule,
     entries: Vec<PtxEntry>,
     owner: Option<Context>,
@@ -34,7 +34,7 @@ unsafe impl Sync for ModuleHandle {}
 impl ModuleHandle {
     /// JIT-compiles `ptx` in `ctx`; the handle keeps `ctx` alive.
     pub(crate) fn load(ctx: &Context, ptx: &str) -> Result<ModuleHandle> {
-        let mut m = Self::load_unowned(ctx.raw_context(), ptx)?;
+        let mut m = Self::load_unowned(ctx.raw_ctx(), ptx)?;
         m.owner = Some(ctx.clone());
         Ok(m)
     }
@@ -42,7 +42,7 @@ impl ModuleHandle {
     /// JIT-compiles `ptx` in the context `raw_ctx`, which the caller keeps
     /// alive until the handle is dropped (shielded: module loads are
     /// "potentially unsafe" during other threads' captures).
-    pub(crate) fn load_unowned(raw_ctx: CUcontext, ptx: &str) -> Result<ModuleHandle> {
+    pub(crate) fn load_unowned(raw_ctx: RawCtx, ptx: &str) -> Result<ModuleHandle> {
         let entries = parse_entries(ptx).map_err(|e| Error::invalid(format!("PTX: {e}")))?;
         let image = CString::new(ptx).map_err(|_| Error::invalid("PTX text contains a NUL byte"))?;
         let module = crate::driver::shielded(raw_ctx, |d| {
@@ -304,14 +304,7 @@ impl Kernel {
         for (i, (p, a)) in self.entry.params.iter().zip(args).enumerate() {
             check_arg(&self.entry.name, i, p, a)?;
             if let KernelArg::Buffer(b) = a {
-                if b.device_id() != self.ctx.device_id() {
-                    return Err(Error::WrongDevice(format!(
-                        "{}: argument {i} lives on device {}, the kernel on device {}",
-                        self.entry.name,
-                        b.device_id(),
-                        self.ctx.device_id()
-                    )));
-                }
+                self.ctx.check_usable(&format!("{}: argument {i}", self.entry.name), b.context())?;
             }
         }
         Ok(())
@@ -362,14 +355,7 @@ impl Kernel {
     /// of that parameter's size, valid for the duration of the call.
     pub unsafe fn launch_raw_on(&self, ctx: &Context, cfg: LaunchConfig, params: *mut *mut c_void) -> Result<()> {
         cfg.validate()?;
-        if ctx.device_id() != self.ctx.device_id() {
-            return Err(Error::WrongDevice(format!(
-                "{} was loaded on device {}, the launching context is on device {}",
-                self.entry.name,
-                self.ctx.device_id(),
-                ctx.device_id()
-            )));
-        }
+        ctx.check_usable(&format!("kernel {}", self.entry.name), &self.ctx)?;
         let (f, stream) = (self.func, ctx.raw_stream());
         ctx.bound(|d| {
             // SAFETY: live function and stream of one context; `params` per the

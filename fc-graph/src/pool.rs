@@ -31,15 +31,16 @@ pub struct PoolAllocator {
     in_use: u64,
 }
 
-/// Rounds `bytes` up to the block alignment (at least one block).
-pub fn block_size(bytes: usize) -> u64 {
-    let b = (bytes as u64).max(1);
-    b.div_ceil(BLOCK_ALIGN) * BLOCK_ALIGN
+/// Rounds `bytes` up to the block alignment (at least one block); `None`
+/// when the rounded size does not fit in 64 bits.
+pub fn block_size(bytes: usize) -> Option<u64> {
+    u64::try_from(bytes).ok()?.max(1).checked_next_multiple_of(BLOCK_ALIGN)
 }
 
-/// The slab size to request when a block of `block` bytes does not fit.
-pub fn slab_size_for(block: u64) -> u64 {
-    block.div_ceil(SLAB_GRANULE) * SLAB_GRANULE
+/// The slab size to request when a block of `block` bytes does not fit;
+/// `None` when it does not fit in 64 bits.
+pub fn slab_size_for(block: u64) -> Option<u64> {
+    block.checked_next_multiple_of(SLAB_GRANULE)
 }
 
 impl PoolAllocator {
@@ -118,11 +119,11 @@ mod tests {
     /// Allocates from the pool, adding a slab from a fake address space
     /// when nothing fits, as the context does with cuMemAlloc.
     fn alloc(p: &mut PoolAllocator, next_base: &mut u64, bytes: usize) -> u64 {
-        let b = block_size(bytes);
+        let b = block_size(bytes).unwrap();
         if let Some(a) = p.alloc(b) {
             return a;
         }
-        let size = slab_size_for(b);
+        let size = slab_size_for(b).unwrap();
         p.add_slab(*next_base, size);
         *next_base += size + (1 << 30);
         p.alloc(b).expect("fresh slab fits")
@@ -130,11 +131,21 @@ mod tests {
 
     #[test]
     fn blocks_are_aligned_and_rounded() {
-        assert_eq!(block_size(0), 512);
-        assert_eq!(block_size(1), 512);
-        assert_eq!(block_size(513), 1024);
-        assert_eq!(slab_size_for(1), SLAB_GRANULE);
-        assert_eq!(slab_size_for(SLAB_GRANULE + 1), 2 * SLAB_GRANULE);
+        assert_eq!(block_size(0), Some(512));
+        assert_eq!(block_size(1), Some(512));
+        assert_eq!(block_size(513), Some(1024));
+        assert_eq!(slab_size_for(1), Some(SLAB_GRANULE));
+        assert_eq!(slab_size_for(SLAB_GRANULE + 1), Some(2 * SLAB_GRANULE));
+    }
+
+    /// Sizes near the top of the range must not wrap to small blocks.
+    #[test]
+    fn huge_sizes_do_not_wrap() {
+        assert_eq!(block_size(usize::MAX), None);
+        assert_eq!(block_size(usize::MAX - 256), None);
+        assert_eq!(block_size((u64::MAX - 511) as usize), Some(u64::MAX - 511));
+        assert_eq!(slab_size_for(u64::MAX - 511), None);
+        assert_eq!(slab_size_for(SLAB_GRANULE * 4), Some(SLAB_GRANULE * 4));
     }
 
     #[test]
@@ -187,11 +198,11 @@ mod tests {
             for _ in 0..depth {
                 let h = alloc(&mut p, &mut base, n * d2 * 4);
                 let dst = alloc(&mut p, &mut base, n * d2 * 4);
-                p.free(h, block_size(n * d2 * 4));
+                p.free(h, block_size(n * d2 * 4).unwrap());
                 let nx = alloc(&mut p, &mut base, n * d * 4);
-                p.free(dst, block_size(n * d2 * 4));
+                p.free(dst, block_size(n * d2 * 4).unwrap());
                 if let Some((a, bytes)) = x.take() {
-                    p.free(a, block_size(bytes));
+                    p.free(a, block_size(bytes).unwrap());
                 }
                 x = Some((nx, n * d * 4));
             }

@@ -1,21 +1,66 @@
 /* fc_cuda.h - C API of libfcgraph: CUDA contexts, buffers, kernels and
  * graph capture/replay for inference engines.
  *
- * Conventions
- *   - Handles are opaque. Every *_free accepts NULL.
+ * Link with -lfcgraph (pkg-config fcgraph, or CMake find_package(fcgraph)
+ * and the target fcgraph::fcgraph). The CUDA driver (libcuda.so.1) is
+ * loaded at run time; nothing here needs the CUDA toolkit.
+ *
+ * ---- Conventions ---------------------------------------------------------
+ *
+ * Status and errors
  *   - Functions returning int return FC_OK (0) on success or one of the
- *     FC_ERR_* codes below; constructors return NULL on failure. Either
- *     way fc_last_error() then describes the most recent failure on the
- *     calling thread (it is not cleared by later successes).
+ *     FC_ERR_* codes below. Constructors return NULL on failure; queries
+ *     return their documented fallback. In every failing case
+ *     fc_last_error() / fc_last_error_code() then describe the failure on
+ *     the calling thread. Successes do not clear them (fc_clear_last_error
+ *     does).
+ *   - Bad input (NULL, zero or overflowing sizes, wrong device, calls in
+ *     the wrong capture state, garbage PTX...) gets a clear code and
+ *     message and changes nothing: the context stays usable.
+ *   - Nothing in this library aborts the process or lets a panic escape,
+ *     including calls made from thread-exit paths (pthread key or C++
+ *     thread_local destructors, atexit handlers).
+ *
+ * Handles
+ *   - Handles are opaque, checked values, not addresses. A freed, never
+ *     created or wrong-kind handle (a double free, a use after free, a
+ *     buffer passed as a context) is refused with FC_ERR_INVALID_HANDLE and
+ *     a message; NULL is refused with FC_ERR_INVALID_ARGUMENT. Every *_free
+ *     accepts NULL (a no-op) and records FC_ERR_INVALID_HANDLE for a handle
+ *     that is not live (it returns nothing).
+ *   - Ownership: the caller owns every handle a constructor returns and
+ *     frees it once with the matching *_free. Objects keep what they need
+ *     alive: a buffer, graph, module or kernel keeps its CUDA context alive
+ *     after fc_cuda_ctx_free, and a kernel its module after fc_module_free.
+ *     The recommended order is still: graphs, kernels, modules, buffers,
+ *     then the context (a break function of a graph replayed after its
+ *     fc_cuda_ctx was freed receives a dead context handle, and its fc_*
+ *     calls on it fail with FC_ERR_INVALID_HANDLE).
+ *   - A handle freed on one thread while another thread is inside a call
+ *     on it stays valid for that call; the object is destroyed when the
+ *     call returns.
+ *
+ * Threads
+ *   - Every function may be called from any thread. One context may be
+ *     used by several threads at once: calls that queue work on its stream
+ *     are ordered by the driver in the order they are made. A capture is
+ *     opened, split and ended by calls on the context; in THREAD_LOCAL
+ *     mode (the default) the driver restricts only the capturing thread.
  *   - Every potentially unsafe driver call the library makes runs with the
- *     calling thread's capture mode exchanged to RELAXED, so captures that
- *     other libraries open on other threads (even in GLOBAL mode) neither
- *     refuse nor are invalidated by our calls.
- *   - Work is queued on the context's own non-blocking stream; launches
- *     are asynchronous unless stated otherwise.
- *   - Queries given a NULL handle (fc_buffer_size, fc_graph_segment_count,
- *     ...) return their documented fallback and record
- *     FC_ERR_INVALID_ARGUMENT like any other failure.
+ *     calling thread's capture mode exchanged to RELAXED (the "shield"), so
+ *     captures that other libraries open on other threads (PyTorch's are
+ *     GLOBAL) neither refuse nor are invalidated by our calls. The shield
+ *     covers only the library's own calls, not work the caller queues on
+ *     fc_ctx_stream() itself.
+ *
+ * Memory and aliasing
+ *   - New buffers are not initialised (as cuMemAlloc); zero them with
+ *     fc_buffer_fill_ctx if needed.
+ *   - Work is queued on the context's own non-blocking stream and runs in
+ *     the order it was queued; launches are asynchronous unless stated
+ *     otherwise. Buffers may be used by several contexts that share a CUDA
+ *     context (all primary contexts of one device do); an isolated
+ *     context's buffers only by that context (FC_ERR_WRONG_CONTEXT).
  *
  * This header is checked against the library at build time: every function
  * declared here is exported by libfcgraph.so with exactly this signature.
@@ -32,16 +77,19 @@ extern "C" {
 
 /* ---- status codes ------------------------------------------------------ */
 #define FC_OK 0
-#define FC_ERR_INVALID_ARGUMENT 1 /* NULL handle, zero size, bad name...    */
-#define FC_ERR_NO_DRIVER 2        /* no usable CUDA driver (or too old)     */
-#define FC_ERR_CUDA 3             /* a driver call failed; see the message  */
-#define FC_ERR_WRONG_DEVICE 4     /* a buffer lives on another device       */
-#define FC_ERR_BUFFER_TOO_SMALL 5 /* a buffer is smaller than needed        */
-#define FC_ERR_CAPTURE_STATE 6    /* not allowed in this capture state      */
-#define FC_ERR_UNSUPPORTED 7      /* the driver is too old for the feature  */
-#define FC_ERR_OUT_OF_MEMORY 8    /* device memory exhausted                */
-#define FC_ERR_CALLBACK 9         /* a break function returned non-zero     */
-#define FC_ERR_INTERNAL 10        /* internal error (a bug); see message    */
+#define FC_ERR_INVALID_ARGUMENT 1     /* NULL, zero or overflowing size, bad name */
+#define FC_ERR_NO_DRIVER 2            /* no usable CUDA driver (or too old)       */
+#define FC_ERR_CUDA 3                 /* a driver call failed; see the message    */
+#define FC_ERR_WRONG_DEVICE 4         /* a buffer/kernel lives on another device  */
+#define FC_ERR_BUFFER_TOO_SMALL 5     /* a buffer is smaller than needed          */
+#define FC_ERR_CAPTURE_STATE 6        /* not allowed in this capture state        */
+#define FC_ERR_UNSUPPORTED 7          /* the driver is too old for the feature    */
+#define FC_ERR_OUT_OF_MEMORY 8        /* device memory exhausted                  */
+#define FC_ERR_CALLBACK 9             /* a break or record function returned != 0 */
+#define FC_ERR_INTERNAL 10            /* internal error (a bug); see the message  */
+#define FC_ERR_INVALID_HANDLE 11      /* freed, unknown or wrong-kind handle      */
+#define FC_ERR_CAPTURE_INVALIDATED 12 /* the capture was invalidated (see below)  */
+#define FC_ERR_WRONG_CONTEXT 13       /* buffer/kernel of another CUDA context    */
 
 /* ---- capture modes (CUstreamCaptureMode) ------------------------------- */
 #define FC_CAPTURE_MODE_GLOBAL 0
@@ -56,70 +104,149 @@ typedef struct fc_module fc_module;
 typedef struct fc_kernel fc_kernel;
 
 /* ---- library ----------------------------------------------------------- */
-/* Library version, e.g. "0.1.0". Static string. */
+/* Library version, e.g. "0.1.0". A static string. */
 const char *fc_version(void);
-/* Message of the most recent failure on this thread ("" if none). Valid
- * until the next failing call on this thread. */
+/* Message of the most recent failure on the calling thread ("" if none).
+ * The pointer stays valid for the life of the thread (it points into a
+ * per-thread buffer, so it never dangles), but the text is replaced by the
+ * next failing call on this thread: copy it (fc_last_error_copy) before
+ * making another fc_* call. Evaluating it in the same expression as a
+ * failing call, as in printf("%d %s", fc_x(), fc_last_error()), may read
+ * the message from before fc_x, since C leaves the order open. */
 const char *fc_last_error(void);
 /* Status code of the most recent failure on this thread (FC_OK if none). */
 int fc_last_error_code(void);
+/* Copies the message of the most recent failure on this thread into buf
+ * (at most len bytes, always NUL-terminated when len > 0) and returns its
+ * full length, as snprintf does. buf may be NULL when len is 0. */
+size_t fc_last_error_copy(char *buf, size_t len);
+/* Resets this thread's last error to FC_OK and "". */
+void fc_clear_last_error(void);
 /* Number of visible CUDA devices; 0 when there is no driver or no device
  * (then fc_last_error() says why). */
 int fc_cuda_device_count(void);
 
 /* ---- contexts ------------------------------------------------------------
- * A context is a device's primary context plus a non-blocking stream of its
- * own. Several contexts on one device are fine and independent. */
+ * A context is a CUDA context of one device plus a non-blocking stream of
+ * its own, a capture state and a capture pool. Several contexts on one
+ * device are independent.
+ *
+ * Which to choose:
+ *   - fc_cuda_init_device: the device's PRIMARY context, shared with the
+ *     CUDA runtime and every library in the process (PyTorch, cuBLAS,
+ *     NCCL): their device pointers work with fc_buffer_wrap_ctx and ours
+ *     in their kernels. But another library's device-wide synchronisation
+ *     (cudaDeviceSynchronize, torch.cuda.synchronize(), cudaFree) while one
+ *     of our captures is open invalidates that capture
+ *     (FC_ERR_CAPTURE_INVALIDATED; fc_graph_capture_ctx records again).
+ *   - fc_cuda_init_device_isolated: a PRIVATE context (cuCtxCreate). Other
+ *     libraries' synchronisations and captures neither see nor break its
+ *     captures. Its buffers, modules and kernels belong to it alone (mixing
+ *     them with another context's gives FC_ERR_WRONG_CONTEXT), the device
+ *     holds one more context (some hundreds of MiB), and every call pushes
+ *     and pops the context on the calling thread (it is never left
+ *     current, so other libraries on the thread are not affected).
+ *   Use isolated contexts when the engine shares the GPU with other CUDA
+ *   users in the same process and does not exchange memory with them.
+ *
+ * Both return NULL with the reason when the device does not exist or
+ * there is no driver. A primary context is left current on threads that
+ * have no current context (as the CUDA runtime does). */
 fc_cuda_ctx *fc_cuda_init_device(int device);
+fc_cuda_ctx *fc_cuda_init_device_isolated(int device);
+/* Frees the handle. A capture still open on it is aborted. Work queued on
+ * its stream still runs; buffers, graphs, modules and kernels made from it
+ * stay usable (they keep the CUDA context alive) but are best freed
+ * first. */
 void fc_cuda_ctx_free(fc_cuda_ctx *ctx);
-/* Device ordinal of the context, or -1 for NULL. */
+/* Device ordinal of the context, or -1 (and an error) for a bad handle. */
 int fc_cuda_ctx_device_id(const fc_cuda_ctx *ctx);
+/* 1 for an isolated context, 0 for a primary one, -1 for a bad handle. */
+int fc_ctx_is_isolated(const fc_cuda_ctx *ctx);
 /* Waits for the work queued on this context's stream only (never the whole
  * device). Refused with FC_ERR_CAPTURE_STATE while the context captures. */
 int fc_sync_ctx(fc_cuda_ctx *ctx);
 /* Bytes of device memory held by the context's capture pool. */
 size_t fc_ctx_pool_bytes(const fc_cuda_ctx *ctx);
+/* Free and total memory of the context's device, in bytes (cuMemGetInfo).
+ * Either pointer may be NULL. */
+int fc_ctx_mem_info(const fc_cuda_ctx *ctx, size_t *free_bytes, size_t *total_bytes);
+
+/* ---- interop --------------------------------------------------------------
+ * The context's CUstream and CUcontext, as void *, for the caller's own
+ * work (cuBLAS, NCCL, cudaMemcpyAsync, its own kernels). Valid until the
+ * context handle is freed; NULL (and an error) for a bad handle. Work the
+ * caller queues on the stream is ordered with ours; while the context
+ * captures it is RECORDED into the graph (and replayed with it), not run.
+ * The capture-mode shield covers only fc-graph's own calls: the caller's
+ * potentially unsafe calls on a capturing thread (cudaMalloc, cudaMemcpy
+ * without Async, synchronisations) follow the capture mode's rules. */
+void *fc_ctx_stream(const fc_cuda_ctx *ctx);
+void *fc_ctx_cu_context(const fc_cuda_ctx *ctx);
 
 /* ---- buffers -------------------------------------------------------------
- * While the context captures, allocations come from its capture pool:
- * their addresses stay valid for every replay, and freeing one returns it
- * to the pool for later captures of the same context. */
+ * fc_buffer_alloc_ctx: `bytes` (> 0) of uninitialised device memory. While
+ * the context captures, it comes from the context's capture pool: its
+ * address stays valid for every replay, and freeing it returns it to the
+ * pool for later captures of the same context (graphs of one context
+ * replay in order on its stream, so a capture's dead intermediates may
+ * share memory with another's). Sizes that overflow are refused with
+ * FC_ERR_INVALID_ARGUMENT, sizes the device cannot hold with
+ * FC_ERR_OUT_OF_MEMORY. */
 fc_buffer *fc_buffer_alloc_ctx(fc_cuda_ctx *ctx, size_t bytes);
+/* A buffer over `bytes` of device memory at `device_ptr` that the CALLER
+ * owns (cudaMalloc, PyTorch, NCCL buffers...), so our kernels, copies and
+ * user kernels can use it. The range must lie inside one allocation of the
+ * context's CUDA context (checked). fc_buffer_free frees only the handle,
+ * never the memory; the caller keeps the memory allocated as long as the
+ * buffer, or any graph that recorded work on it, is used. */
+fc_buffer *fc_buffer_wrap_ctx(fc_cuda_ctx *ctx, uint64_t device_ptr, size_t bytes);
+/* Frees the buffer (memory of fc_buffer_alloc_ctx goes back to the driver
+ * or the capture pool). Work already queued that uses it must be finished
+ * or the memory's reuse is the caller's race: synchronise first. */
 void fc_buffer_free(fc_buffer *buf);
-/* Size in bytes (0 for NULL). */
+/* Size in bytes (0 and an error for a bad handle). */
 size_t fc_buffer_size(const fc_buffer *buf);
-/* Device address, for passing to user kernels (0 for NULL). */
+/* Device address, for passing to user kernels (0 for a bad handle). */
 uint64_t fc_buffer_device_ptr(const fc_buffer *buf);
 /* Blocking copies of `bytes` bytes to / from the start of the buffer,
- * ordered after the work queued on the buffer's context stream.
- * FC_ERR_BUFFER_TOO_SMALL when `bytes` exceeds the buffer; refused with
- * FC_ERR_CAPTURE_STATE while the buffer's context captures. */
+ * ordered after the work queued on the buffer's context stream. src / dst
+ * may be NULL only when bytes is 0. FC_ERR_BUFFER_TOO_SMALL when `bytes`
+ * exceeds the buffer; refused with FC_ERR_CAPTURE_STATE while the buffer's
+ * context captures. */
 int fc_buffer_upload(fc_buffer *buf, const void *src, size_t bytes);
 int fc_buffer_download(const fc_buffer *buf, void *dst, size_t bytes);
-/* Queues a byte fill of [offset, offset + len) on the context's stream
- * (captured while capturing), e.g. to zero a padded tail. */
+/* Queues a byte fill of [offset, offset + len) on ctx's stream (recorded
+ * while ctx captures), e.g. to zero a new buffer or a padded tail. */
 int fc_buffer_fill_ctx(fc_cuda_ctx *ctx, fc_buffer *buf, size_t offset, size_t len, uint8_t value);
 
 /* ---- built-in element-wise kernels --------------------------------------
  * out[i] = a[i] op b[i] for i < n floats, queued on the context's stream.
- * Each buffer must hold n floats and live on the context's device; else an
- * error code is returned and nothing is launched. n == 0 does nothing. */
+ * Each buffer must hold n floats and be usable by the context; else an
+ * error code is returned and nothing is launched. n == 0 does nothing.
+ * Aliasing: out may be the same buffer as a and/or b (each element is read
+ * before it is written by the same thread); partially overlapping views
+ * of one allocation are not supported. */
 int fc_add_ctx(fc_cuda_ctx *ctx, const fc_buffer *a, const fc_buffer *b, fc_buffer *out, size_t n);
 int fc_mul_ctx(fc_cuda_ctx *ctx, const fc_buffer *a, const fc_buffer *b, fc_buffer *out, size_t n);
 
 /* ---- user kernels ------------------------------------------------------- */
-/* JIT-compiles NUL-terminated PTX into the context. */
+/* JIT-compiles NUL-terminated PTX into the context. Garbage PTX is refused
+ * with FC_ERR_INVALID_ARGUMENT (unparsable) or FC_ERR_CUDA with the JIT
+ * log in the message. */
 fc_module *fc_module_load_ptx(fc_cuda_ctx *ctx, const char *ptx);
 void fc_module_free(fc_module *module);
 /* A kernel by its .entry name; it stays valid after fc_module_free. */
 fc_kernel *fc_module_get_kernel(const fc_module *module, const char *name);
 void fc_kernel_free(fc_kernel *kernel);
-/* Number of parameters the kernel's PTX declares, or -1 for NULL. */
+/* Number of parameters the kernel's PTX declares, or -1 for a bad handle. */
 int fc_kernel_param_count(const fc_kernel *kernel);
 /* Launches on ctx's stream (recorded while ctx captures). `args` holds
  * `nargs` pointers, one per kernel parameter, each to a value of that
  * parameter's size, as for cuLaunchKernel; nargs must equal the parameter
- * count. The kernel must belong to ctx's device. Asynchronous. */
+ * count and no entry may be NULL. The kernel must belong to ctx's CUDA
+ * context. Zero grid or block dimensions are refused. Asynchronous: the
+ * argument values are copied before the call returns. */
 int fc_kernel_launch_ctx(fc_cuda_ctx *ctx, const fc_kernel *kernel,
                          unsigned grid_x, unsigned grid_y, unsigned grid_z,
                          unsigned block_x, unsigned block_y, unsigned block_z,
@@ -127,10 +254,17 @@ int fc_kernel_launch_ctx(fc_cuda_ctx *ctx, const fc_kernel *kernel,
 
 /* ---- graph capture ------------------------------------------------------
  * begin opens a capture on the context's stream (THREAD_LOCAL mode unless
- * a mode is given); a second begin on a capturing context is refused.
- * end ends the capture and instantiates it, or returns NULL with the
- * reason; either way the stream is left out of capture. A capture that
- * recorded nothing gives a valid graph whose launch does nothing. */
+ * a mode is given); a second begin on a capturing context is refused with
+ * FC_ERR_CAPTURE_STATE, as is a begin inside a break function. While it
+ * is open, work queued on the context (ours and the caller's own on
+ * fc_ctx_stream) is recorded, not run; fc_sync_ctx, uploads and downloads
+ * are refused. end ends the capture and instantiates it, or returns NULL
+ * with the reason (naming the first failing call inside the capture, its
+ * thread and the CUDA error); either way the stream leaves capture. A
+ * capture that recorded nothing gives a valid graph whose launch does
+ * nothing. begin, end, end_update and abort may be called from different
+ * threads, but not from inside one of the capture's break functions
+ * (FC_ERR_CAPTURE_STATE). */
 int fc_graph_begin_ctx(fc_cuda_ctx *ctx);
 int fc_graph_begin_ctx_mode(fc_cuda_ctx *ctx, int mode);
 /* Like fc_graph_begin_ctx_mode; `capture_live` is the live pointer break
@@ -142,19 +276,23 @@ fc_graph *fc_graph_end_ctx(fc_cuda_ctx *ctx);
  * updated in place (cuGraphExecUpdate, CUDA 12.0+ drivers; several times
  * cheaper than instantiating), the others are instantiated anew, and the
  * breaks become the new capture's. `updated_in_place` (may be NULL)
- * receives how many segments were updated in place. Do not launch `graph`
- * concurrently. The stream is left out of capture either way. */
+ * receives how many segments were updated in place. Refused with
+ * FC_ERR_CAPTURE_STATE while `graph` is launched on another thread. The
+ * stream leaves capture either way, also when `graph` is NULL or not a
+ * live graph (the capture is then dropped). */
 int fc_graph_end_update_ctx(fc_cuda_ctx *ctx, fc_graph *graph, int *updated_in_place);
 /* Drops an open capture (FC_ERR_CAPTURE_STATE when none is open). */
 int fc_graph_abort_ctx(fc_cuda_ctx *ctx);
-/* 1 while a capture is open on ctx and none of its breaks is running. */
+/* 1 while a capture is open on ctx and none of its breaks is running;
+ * 0 otherwise (also, with an error, for a bad handle). */
 int fc_graph_is_capturing_ctx(const fc_cuda_ctx *ctx);
 
 /* A break function: runs eagerly between captured segments. `live` is the
  * pointer given to fc_graph_launch_live (or fc_graph_begin_live_ctx while
  * capturing); `user` is the pointer given to fc_graph_break_ctx, frozen at
  * capture. Return 0 on success. It may queue work on ctx (fc_add_ctx,
- * fc_kernel_launch_ctx...). */
+ * fc_kernel_launch_ctx...) and must be callable from whichever thread
+ * replays the graph. */
 typedef int (*fc_break_fn)(fc_cuda_ctx *ctx, void *live, void *user);
 
 /* A break. While ctx captures: ends the current segment, runs fn once now,
@@ -165,18 +303,43 @@ typedef int (*fc_break_fn)(fc_cuda_ctx *ctx, void *live, void *user);
  * then returns NULL (work queued meanwhile is recorded, never run). */
 int fc_graph_break_ctx(fc_cuda_ctx *ctx, fc_break_fn fn, void *user);
 
+/* A recording for fc_graph_capture_ctx: queues the work to capture on ctx
+ * (and may call fc_graph_break_ctx). Return 0 on success. It may run
+ * several times, so it must not have side effects beyond queuing work
+ * (recorded work is not executed). */
+typedef int (*fc_record_fn)(fc_cuda_ctx *ctx, void *user);
+
+/* Capture with bounded automatic re-recording: opens a capture in `mode`,
+ * calls record(ctx, user), ends and instantiates it; when the capture is
+ * invalidated (FC_ERR_CAPTURE_INVALIDATED: another thread synchronised the
+ * device or the legacy stream, or an unsafe call was made during a GLOBAL
+ * capture) it backs off briefly (20 us, doubling, at most 2 ms) and
+ * records again, up to `max_tries` (>= 1) recordings in all. On success
+ * *graph_out receives the graph (fc_graph_capture_tries tells how many
+ * recordings it took). Any other failure ends it at once; after max_tries
+ * invalidated recordings FC_ERR_CAPTURE_INVALIDATED is returned. */
+int fc_graph_capture_ctx(fc_cuda_ctx *ctx, int mode, fc_record_fn record, void *user, int max_tries,
+                         fc_graph **graph_out);
+/* Recordings the graph's capture took: 1 for fc_graph_end_ctx graphs and
+ * first-try captures; -1 for a bad handle. */
+int fc_graph_capture_tries(const fc_graph *graph);
+
 /* Replays the graph on its context's stream: segments are launched
  * asynchronously, break functions run on the calling thread with `live`.
  * fc_graph_launch(g) is fc_graph_launch_live(g, NULL). Returns once the
  * work is queued; use fc_sync_ctx to wait for it. If a break function
  * fails (FC_ERR_CALLBACK), the replay stops there: later pieces are not
  * launched; work already queued still runs. While a break function runs,
- * fc_graph_begin_ctx on its context is refused. */
+ * fc_graph_begin_ctx on its context is refused. A graph may be launched
+ * from several threads; launches are queued in the order they are made.
+ * Refused with FC_ERR_CAPTURE_STATE while its context captures. */
 int fc_graph_launch(fc_graph *graph);
 int fc_graph_launch_live(fc_graph *graph, void *live);
-/* Pieces in the graph (captured segments plus breaks), or -1 for NULL. */
+/* Pieces in the graph (captured segments plus breaks), or -1 for a bad
+ * handle. */
 int fc_graph_segment_count(const fc_graph *graph);
-/* May be called while a launch is still running on the device. */
+/* May be called while a launch is still running on the device (the driver
+ * finishes it first). */
 void fc_graph_free(fc_graph *graph);
 
 #ifdef __cplusplus
