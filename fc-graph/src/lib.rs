@@ -1,12 +1,205 @@
-//! fc-graph: safe, fast CUDA graph capture and replay.
+//! # fc-graph: safe, fast CUDA graph capture and replay
 //!
-//! - [`driver`]: the run-time-loaded driver, the context binding and the
-//!   capture-mode shield every potentially unsafe call runs under;
-//! - [`Device`], [`Context`] (primary context + own stream),
-//!   [`DeviceBuffer`] (with the capture [`pool`]);
-//! - [`Module`]/[`Kernel`] (user PTX), the built-in add/mul kernels;
-//! - [`Capture`] (guard, breaks) and [`Graph`] (segments + breaks, replay
-//!   with a live value); [`buckets`] (token buckets and the bucketed runner);
+//! fc-graph records chains of GPU work (an inference engine's layers) into
+//! CUDA graphs and replays them, at the cost of the bare driver calls, from
+//! Rust or from C (`libfcgraph.so`, `include/cuda/fc_cuda.h`). The CUDA
+//! driver is loaded at run time: building needs no CUDA toolkit, no GPU and
+//! no libclang, and without a driver every call returns
+//! [`Error::NoDriver`] instead of failing to link or panicking.
+//!
+//! ## Capture and replay
+//!
+//! A [`Context`] is a CUDA context of one device plus a non-blocking stream
+//! of its own. Work queued on it while a [`Capture`] is open is *recorded*,
+//! not run; [`Capture::end`] instantiates it into a [`Graph`], which
+//! [`Graph::launch`] replays (asynchronously) on the context's stream.
+//!
+//! ```no_run
+//! use fc_graph::{CaptureMode, Context};
+//!
+//! # fn main() -> fc_graph::Result<()> {
+//! let ctx = Context::new(0)?; // device 0, primary context, own stream
+//! let n = 4096;
+//! let (x, y, z) = (ctx.alloc(n * 4)?, ctx.alloc(n * 4)?, ctx.alloc(n * 4)?);
+//! x.upload(&vec![1.0f32; n])?;
+//! y.upload(&vec![2.0f32; n])?;
+//!
+//! let cap = ctx.begin_capture(CaptureMode::ThreadLocal)?; // guard: dropped = aborted
+//! ctx.add(&x, &y, &z, n)?; // recorded: z = x + y
+//! ctx.mul(&z, &y, &x, n)?; // recorded: x = z * y
+//! let graph = cap.end()?; // instantiated
+//!
+//! graph.launch()?; // queued on ctx's stream
+//! ctx.synchronize()?; // waits for this stream only, never the whole device
+//! let mut out = vec![0f32; n];
+//! x.download(&mut out)?;
+//! assert_eq!(out[0], (1.0 + 2.0) * 2.0);
+//! # Ok(()) }
+//! ```
+//!
+//! Re-recording the same work with other parameters (new buffers, new
+//! sizes of the same shape) and [`Capture::end_update`] updates an existing
+//! graph in place with `cuGraphExecUpdate`, several times cheaper than
+//! instantiating anew:
+//!
+//! ```no_run
+//! # use fc_graph::{CaptureMode, Context};
+//! # fn main() -> fc_graph::Result<()> {
+//! # let ctx = Context::new(0)?;
+//! # let (a, b, c) = (ctx.alloc(64)?, ctx.alloc(64)?, ctx.alloc(64)?);
+//! let cap = ctx.begin_capture(CaptureMode::ThreadLocal)?;
+//! ctx.add(&a, &b, &c, 16)?;
+//! let mut graph = cap.end()?;
+//!
+//! let cap = ctx.begin_capture(CaptureMode::ThreadLocal)?;
+//! ctx.add(&c, &b, &a, 16)?; // same topology, other buffers
+//! let report = cap.end_update(&mut graph)?;
+//! assert_eq!(report.updated, 1);
+//! # Ok(()) }
+//! ```
+//!
+//! ## Breaks: host code between captured segments
+//!
+//! Some steps cannot be captured (host decisions, data-dependent shapes,
+//! libraries that synchronise). [`Capture::brk`] ends the current segment,
+//! runs a function now, records it and opens the next segment; at replay
+//! the function runs again between the two segments with the *live* value
+//! given to [`Graph::replay`] (values it captured by move stay frozen).
+//! [`break_here`] is the same for code that also runs eagerly.
+//!
+//! ```no_run
+//! use fc_graph::{CaptureMode, Context};
+//!
+//! struct Step { scale: f32 }
+//!
+//! # fn main() -> fc_graph::Result<()> {
+//! let ctx = Context::new(0)?;
+//! let (x, y) = (ctx.alloc(1024)?, ctx.alloc(1024)?);
+//! let mut cap = ctx.begin_breakable::<Step>(CaptureMode::ThreadLocal)?;
+//! ctx.add(&x, &x, &y, 256)?; // segment 1
+//! cap.brk(&Step { scale: 1.0 }, |ctx, step| {
+//!     // runs eagerly now, and at every replay with that replay's Step
+//!     let _ = step.scale;
+//!     ctx.synchronize()
+//! })?;
+//! ctx.mul(&y, &y, &x, 256)?; // segment 2
+//! let graph = cap.end()?; // 3 pieces: segment, break, segment
+//! graph.replay(&Step { scale: 0.5 })?;
+//! # Ok(()) }
+//! ```
+//!
+//! ## Memory: the capture pool
+//!
+//! [`Context::alloc`] takes plain `cuMemAlloc` memory, except while the
+//! context captures: then the memory comes from the context's capture
+//! [`pool`], so its address stays valid for every replay, and a buffer
+//! dropped inside the capture (a dead intermediate) goes back to the pool
+//! for later captures of the same context instead of to the driver. Graphs
+//! of one context replay in order on its one stream, so this reuse is safe
+//! for intermediates; buffers you keep (outputs) are never reused. New
+//! memory is not initialised. Memory another library owns can be used
+//! through [`Context::wrap_device_memory`].
+//!
+//! ## Capture modes and the shield
+//!
+//! Captures open in [`CaptureMode::ThreadLocal`] by default: the driver
+//! then restricts "potentially unsafe" calls (allocations, synchronisations)
+//! on the capturing thread only. In addition, every potentially unsafe call
+//! the library makes runs with the thread's capture mode exchanged to
+//! RELAXED (the *shield*), so a capture another library opened on another
+//! thread, even in GLOBAL mode (PyTorch's), neither refuses our calls nor is
+//! destroyed by them. The shield covers only fc-graph's own calls.
+//!
+//! ## Primary or isolated contexts
+//!
+//! [`Context::new`] runs in the device's primary context, shared with the
+//! CUDA runtime and every library of the process (PyTorch, cuBLAS, NCCL):
+//! pointers can be exchanged freely. But a device-wide synchronisation by
+//! another library (`cudaDeviceSynchronize`, `torch.cuda.synchronize()`,
+//! `cudaFree`) while one of our captures is open invalidates that capture
+//! ([`Error::CaptureInvalidated`]). [`Context::isolated`] creates a private
+//! CUDA context: other libraries' synchronisations neither see nor break
+//! its captures, at the price of memory and modules of its own.
+//! [`Context::capture_with_retry`] records a capture again when it was
+//! invalidated:
+//!
+//! ```no_run
+//! # use fc_graph::{CaptureMode, Context};
+//! # fn main() -> fc_graph::Result<()> {
+//! let ctx = Context::new(0)?;
+//! let (a, b) = (ctx.alloc(1024)?, ctx.alloc(1024)?);
+//! let done = ctx.capture_with_retry::<(), _>(CaptureMode::ThreadLocal, 8, |cap| {
+//!     let ctx = cap.context();
+//!     ctx.add(&a, &b, &a, 256)
+//! })?;
+//! println!("captured in {} recording(s)", done.tries);
+//! done.graph.launch()?;
+//! # Ok(()) }
+//! ```
+//!
+//! ## User kernels
+//!
+//! [`Module::from_ptx`] JIT-compiles PTX; [`Kernel::launch`] checks every
+//! [`KernelArg`] against the parameters the PTX declares (count, size,
+//! integer or float, buffers of the right context) before launching, so a
+//! wrong argument is an error, not a corrupted launch:
+//!
+//! ```no_run
+//! use fc_graph::{Context, KernelArg, LaunchConfig, Module};
+//!
+//! # fn main() -> fc_graph::Result<()> {
+//! let ptx = r#"
+//! .version 7.0
+//! .target sm_35
+//! .address_size 64
+//! .visible .entry fill(.param .u64 out, .param .f32 v, .param .u32 n)
+//! { ret; }
+//! "#;
+//! let ctx = Context::new(0)?;
+//! let out = ctx.alloc(4096)?;
+//! let fill = Module::from_ptx(&ctx, ptx)?.kernel("fill")?;
+//! fill.launch(LaunchConfig::for_elements(1024, 256), &[KernelArg::Buffer(&out), 1.5f32.into(), 1024u32.into()])?;
+//! # Ok(()) }
+//! ```
+//!
+//! ## Threads
+//!
+//! [`Context`], [`DeviceBuffer`], [`Graph`], [`Module`] and [`Kernel`] are
+//! `Send + Sync`. One context may be used from several threads: work is
+//! queued on its stream in the order the calls are made. At most one
+//! capture is open per context; a [`Capture`] guard is `Send`, and the
+//! captures [held by the context](held) serve callers that open and end a
+//! capture in different places (the C API). Contexts on different devices,
+//! or several on one device, capture independently and concurrently.
+//!
+//! ## Errors
+//!
+//! Every fallible call returns [`Result`]; nothing panics on bad input or a
+//! missing driver. Driver failures carry the CUDA error name and the call;
+//! a failed capture names the first failing call inside it, its thread and
+//! the CUDA error.
+//!
+//! ## Token buckets
+//!
+//! Prefill graphs are captured per token *bucket*; [`buckets`] computes the
+//! ladder and picks the bucket for a batch:
+//!
+//! ```
+//! use fc_graph::buckets::{bucket_for, token_buckets, BucketConfig};
+//!
+//! let ladder = token_buckets(&BucketConfig { max_tokens: 512, chunk_size: None, ..Default::default() });
+//! assert_eq!(&ladder[..6], &[1, 2, 4, 8, 16, 32]);
+//! assert_eq!(bucket_for(&ladder, 100), Some(112));
+//! assert_eq!(bucket_for(&ladder, 513), None);
+//! ```
+//!
+//! ## Layout
+//!
+//! [`driver()`] loads the driver ([`cuda_sys`]); [`device`], [`context`],
+//! [`buffer`] and [`pool`] hold devices, contexts and memory; [`builtins`]
+//! and [`module`] the kernels; [`capture`], [`capture_state`], [`held`] and
+//! [`graph`] capture and replay; [`event`] timing events; [`buckets`] token
+//! buckets.
 
 pub mod buckets;
 pub mod buffer;
