@@ -154,9 +154,17 @@ pub enum BucketError {
     /// A bucket of size zero was given.
     ZeroBucket,
     /// `buckets[index]` is not greater than the bucket before it.
-    NotIncreasing { index: usize },
+    NotIncreasing {
+        /// The offending position.
+        index: usize,
+    },
     /// `n` is zero or above the top bucket.
-    OutOfRange { n: usize, top: usize },
+    OutOfRange {
+        /// The size asked for.
+        n: usize,
+        /// The largest bucket.
+        top: usize,
+    },
 }
 
 impl fmt::Display for BucketError {

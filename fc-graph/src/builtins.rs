@@ -20,7 +20,9 @@ const BLOCK: u32 = 256;
 /// The element-wise operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BinaryOp {
+    /// `out[i] = a[i] + b[i]`
     Add,
+    /// `out[i] = a[i] * b[i]`
     Mul,
 }
 

@@ -3,7 +3,7 @@
 //! place). A guard dropped without `end` aborts the capture and leaves the
 //! stream out of capture.
 //!
-//! The recording itself ([`Recording`]) does not own the context: a
+//! The recording itself (`Recording`, crate-private) does not own the context: a
 //! [`Capture`] guard pairs it with one, and a capture *held by the context*
 //! ([`crate::held`], used by the C API) keeps it inside the context.
 

@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! # fc-graph: safe, fast CUDA graph capture and replay
 //!
 //! fc-graph records chains of GPU work (an inference engine's layers) into

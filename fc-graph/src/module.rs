@@ -171,8 +171,11 @@ impl Module {
 /// Grid, block and dynamic shared memory of a launch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LaunchConfig {
+    /// Blocks in x, y, z (each at least 1).
     pub grid: (u32, u32, u32),
+    /// Threads per block in x, y, z (each at least 1).
     pub block: (u32, u32, u32),
+    /// Dynamic shared memory per block, in bytes.
     pub shared_mem_bytes: u32,
 }
 
@@ -201,11 +204,17 @@ pub enum KernelArg<'a> {
     /// A raw device address (not checked: the caller vouches that it is
     /// valid on the launching device).
     Ptr(CUdeviceptr),
+    /// A `.u32`/`.s32`/`.b32` parameter.
     U32(u32),
+    /// A `.s32`/`.u32`/`.b32` parameter.
     I32(i32),
+    /// A `.u64`/`.s64`/`.b64` parameter.
     U64(u64),
+    /// A `.s64`/`.u64`/`.b64` parameter.
     I64(i64),
+    /// A `.f32`/`.b32` parameter.
     F32(f32),
+    /// A `.f64`/`.b64` parameter.
     F64(f64),
     /// Raw bytes for `.b8` arrays (structs passed by value).
     Bytes(&'a [u8]),

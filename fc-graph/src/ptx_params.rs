@@ -23,20 +23,35 @@ use std::fmt;
 /// Scalar type of a PTX kernel parameter (or array element).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ParamKind {
+    /// `.u8`
     U8,
+    /// `.u16`
     U16,
+    /// `.u32`
     U32,
+    /// `.u64`
     U64,
+    /// `.s8`
     S8,
+    /// `.s16`
     S16,
+    /// `.s32`
     S32,
+    /// `.s64`
     S64,
+    /// `.b8` (untyped bits)
     B8,
+    /// `.b16` (untyped bits)
     B16,
+    /// `.b32` (untyped bits)
     B32,
+    /// `.b64` (untyped bits)
     B64,
+    /// `.f16`
     F16,
+    /// `.f32`
     F32,
+    /// `.f64`
     F64,
 }
 
@@ -124,17 +139,45 @@ pub struct PtxEntry {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PtxParseError {
     /// A `/*` comment is never closed.
-    UnterminatedComment { line: usize },
+    UnterminatedComment {
+        /// Where the comment opens.
+        line: usize,
+    },
     /// A `"` string is never closed.
-    UnterminatedString { line: usize },
+    UnterminatedString {
+        /// Where the string opens.
+        line: usize,
+    },
     /// `.entry` is not followed by a kernel name.
-    MissingEntryName { line: usize },
+    MissingEntryName {
+        /// The line of the `.entry`.
+        line: usize,
+    },
     /// The parameter list of `entry` has no closing `)`.
-    UnterminatedParamList { entry: String, line: usize },
+    UnterminatedParamList {
+        /// The kernel.
+        entry: String,
+        /// Where its list opens.
+        line: usize,
+    },
     /// Parameter `index` (0-based) of `entry` is malformed.
-    BadParam { entry: String, index: usize, line: usize, reason: String },
+    BadParam {
+        /// The kernel.
+        entry: String,
+        /// The parameter's position (0-based).
+        index: usize,
+        /// Where the parameter is.
+        line: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// `entry` is declared twice with different parameters.
-    ConflictingEntry { entry: String, line: usize },
+    ConflictingEntry {
+        /// The kernel.
+        entry: String,
+        /// The second declaration.
+        line: usize,
+    },
 }
 
 impl fmt::Display for PtxParseError {
