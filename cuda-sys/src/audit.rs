@@ -1,9 +1,9 @@
 //! Machine-readable descriptions of every hand-written declaration.
 //!
-//! The declaration macros in [`crate::types`], [`crate::constants`] and
-//! [`crate::functions`] emit these tables from the very tokens they declare,
-//! so the audit test (`tests/audit.rs`) enumerates what we actually declare
-//! rather than a hand-kept list.
+//! The declaration macros in [`crate::types`] (aliases, structs, unions),
+//! [`crate::constants`] and [`crate::functions`] emit these tables from the
+//! very tokens they declare, so the audit test (`tests/audit.rs`) enumerates
+//! what we actually declare rather than a hand-kept list.
 
 /// One `pub type NAME = TARGET;` declaration.
 #[derive(Debug, Clone, Copy)]
@@ -21,6 +21,17 @@ pub struct StructDecl {
     pub align: usize,
     /// (field name, offset, type tokens)
     pub fields: &'static [(&'static str, usize, &'static str)],
+}
+
+/// One `#[repr(C)]` union with its layout as Rust computes it. Every
+/// member of a `repr(C)` union sits at offset 0.
+#[derive(Debug, Clone, Copy)]
+pub struct UnionDecl {
+    pub name: &'static str,
+    pub size: usize,
+    pub align: usize,
+    /// (member name, type tokens)
+    pub fields: &'static [(&'static str, &'static str)],
 }
 
 /// One constant (enum value or flag).
@@ -51,6 +62,10 @@ pub struct FunctionDecl {
 /// All struct declarations.
 pub fn structs() -> &'static [StructDecl] {
     crate::types::STRUCTS
+}
+/// All union declarations.
+pub fn unions() -> &'static [UnionDecl] {
+    crate::types::UNIONS
 }
 /// All typedef declarations.
 pub fn aliases() -> &'static [AliasDecl] {

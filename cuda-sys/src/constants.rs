@@ -101,4 +101,27 @@ constants! {
         CU_GRAPH_EXEC_UPDATE_ERROR = 1,
         CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED = 2,
     }
+    CUlaunchAttributeID {
+        /// An attribute slot the driver skips.
+        CU_LAUNCH_ATTRIBUTE_IGNORE = 0,
+        /// Programmatic dependent launch: with
+        /// `programmaticStreamSerializationAllowed = 1` the kernel may start
+        /// before the previous kernel of the stream finishes, and must wait
+        /// for it with `griddepcontrol.wait` before touching its results.
+        CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6,
+    }
+    CUgraphDependencyType {
+        CU_GRAPH_DEPENDENCY_TYPE_DEFAULT = 0,
+        /// The edge a captured programmatic launch leaves in a graph.
+        CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC = 1,
+    }
+    CUgraphDebugDot_flags {
+        CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE = 1,
+    }
+    // `#define`s of `CUgraphEdgeData::from_port` values (an unsigned char).
+    c_uchar {
+        CU_GRAPH_KERNEL_NODE_PORT_DEFAULT = 0,
+        CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC = 1,
+        CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER = 2,
+    }
 }

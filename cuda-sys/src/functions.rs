@@ -161,6 +161,8 @@ driver_functions! {
     required fn cuModuleUnload(hmod: CUmodule) -> CUresult = 2000;
     required fn cuModuleGetFunction(hfunc: *mut CUfunction, hmod: CUmodule, name: *const c_char) -> CUresult = 2000;
     required fn cuLaunchKernel(f: CUfunction, gridDimX: c_uint, gridDimY: c_uint, gridDimZ: c_uint, blockDimX: c_uint, blockDimY: c_uint, blockDimZ: c_uint, sharedMemBytes: c_uint, hStream: CUstream, kernelParams: *mut *mut c_void, extra: *mut *mut c_void) -> CUresult = 4000;
+    /// Launch with attributes (CUDA 11.8+): programmatic dependent launch.
+    optional fn cuLaunchKernelEx(config: *const CUlaunchConfig, f: CUfunction, kernelParams: *mut *mut c_void, extra: *mut *mut c_void) -> CUresult = 11060;
     /// Driver-side parameter layout of a kernel (CUDA 12.4+): cross-checks
     /// the PTX-declared parameters when present.
     optional fn cuFuncGetParamInfo(func: CUfunction, paramIndex: usize, paramOffset: *mut usize, paramSize: *mut usize) -> CUresult = 12040;
@@ -174,6 +176,11 @@ driver_functions! {
     /// In-place update of an executable graph, ABI of CUDA 12.0 (the 10020
     /// ABI takes different parameters; we only resolve this one).
     optional fn cuGraphExecUpdate(hGraphExec: CUgraphExec, hGraph: CUgraph, resultInfo: *mut CUgraphExecUpdateResultInfo) -> CUresult = 12000;
+    /// A graph's edges with their annotations (CUDA 12.3+ ABI; the 10000
+    /// ABI has no `edgeData`): tells programmatic edges from full ones.
+    optional fn cuGraphGetEdges(hGraph: CUgraph, from: *mut CUgraphNode, to: *mut CUgraphNode, edgeData: *mut CUgraphEdgeData, numEdges: *mut usize) -> CUresult = 12030;
+    /// Writes a graph as Graphviz DOT (diagnostics; CUDA 11.3+).
+    optional fn cuGraphDebugDotPrint(hGraph: CUgraph, path: *const c_char, flags: c_uint) -> CUresult = 11030;
 
     // --- events (timing) ---------------------------------------------------
     required fn cuEventCreate(phEvent: *mut CUevent, Flags: c_uint) -> CUresult = 2000;

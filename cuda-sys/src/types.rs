@@ -2,9 +2,12 @@
 //!
 //! Checked against `cuda.h` of CUDA 12.9 and 13.0 by `tests/audit.rs`:
 //! every alias below resolves to the same primitive or pointer as the
-//! header's, and every struct has the header's size, alignment and offsets.
+//! header's, every struct has the header's size, alignment and offsets, and
+//! every union the header's size and alignment, with members the header
+//! declares (a union may name a subset of the header's members: they are
+//! alternatives, and the headers of CUDA 12.9 and 13.0 list different ones).
 
-use crate::audit::{AliasDecl, StructDecl};
+use crate::audit::{AliasDecl, StructDecl, UnionDecl};
 pub use std::os::raw::{c_char, c_int, c_uchar, c_uint, c_ulonglong, c_void};
 
 /// Declares type aliases and records them in [`ALIASES`].
@@ -47,6 +50,35 @@ macro_rules! structs {
                 size: std::mem::size_of::<$name>(),
                 align: std::mem::align_of::<$name>(),
                 fields: &[ $( (stringify!($f), std::mem::offset_of!($name, $f), stringify!($ft)) ),* ],
+            } ),*
+        ];
+    };
+}
+
+/// Declares `#[repr(C)]` unions and records their layout in [`UNIONS`].
+/// Members are `Copy`; a union has no derived `Debug` (which member is
+/// live is known only to the code using it), so it prints as its name.
+macro_rules! unions {
+    ($( $(#[$m:meta])* pub union $name:ident { $( pub $f:ident : $ft:ty ),* $(,)? } )*) => {
+        $(
+            $(#[$m])*
+            #[repr(C)]
+            #[derive(Clone, Copy)]
+            pub union $name { $( pub $f: $ft ),* }
+
+            impl std::fmt::Debug for $name {
+                fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    f.debug_struct(stringify!($name)).finish_non_exhaustive()
+                }
+            }
+        )*
+        /// Every union declared in this module, with its Rust layout.
+        pub const UNIONS: &[UnionDecl] = &[
+            $( UnionDecl {
+                name: stringify!($name),
+                size: std::mem::size_of::<$name>(),
+                align: std::mem::align_of::<$name>(),
+                fields: &[ $( (stringify!($f), stringify!($ft)) ),* ],
             } ),*
         ];
     };
@@ -99,6 +131,25 @@ aliases! {
     pub type CUuuid = CUuuid_st;
     /// `struct CUgraphExecUpdateResultInfo_st` (CUDA 12.0+).
     pub type CUgraphExecUpdateResultInfo = CUgraphExecUpdateResultInfo_st;
+    /// `enum CUaccessProperty_enum`.
+    pub type CUaccessProperty = c_uint;
+    pub type CUaccessPolicyWindow_v1 = CUaccessPolicyWindow_st;
+    /// `struct CUaccessPolicyWindow_st` (a member of the launch-attribute union).
+    pub type CUaccessPolicyWindow = CUaccessPolicyWindow_v1;
+    /// `enum CUlaunchAttributeID_enum` (CUDA 11.8+).
+    pub type CUlaunchAttributeID = c_uint;
+    /// `union CUlaunchAttributeValue_union`.
+    pub type CUlaunchAttributeValue = CUlaunchAttributeValue_union;
+    /// `struct CUlaunchAttribute_st`.
+    pub type CUlaunchAttribute = CUlaunchAttribute_st;
+    /// `struct CUlaunchConfig_st`, the argument of `cuLaunchKernelEx`.
+    pub type CUlaunchConfig = CUlaunchConfig_st;
+    /// `enum CUgraphDependencyType_enum` (CUDA 12.3+).
+    pub type CUgraphDependencyType = c_uint;
+    /// `struct CUgraphEdgeData_st` (CUDA 12.3+).
+    pub type CUgraphEdgeData = CUgraphEdgeData_st;
+    /// `enum CUgraphDebugDot_flags_enum`.
+    pub type CUgraphDebugDot_flags = c_uint;
 }
 
 structs! {
@@ -111,5 +162,58 @@ structs! {
         pub result: CUgraphExecUpdateResult,
         pub errorNode: CUgraphNode,
         pub errorFromNode: CUgraphNode,
+    }
+    /// An L2 access-policy window; here only as a member of
+    /// [`CUlaunchAttributeValue_union`], whose alignment it sets.
+    pub struct CUaccessPolicyWindow_st {
+        pub base_ptr: *mut c_void,
+        pub num_bytes: usize,
+        pub hitRatio: f32,
+        pub hitProp: CUaccessProperty,
+        pub missProp: CUaccessProperty,
+    }
+    /// One launch attribute of `cuLaunchKernelEx`: an id, padding to 8
+    /// bytes (`char pad[8 - sizeof(CUlaunchAttributeID)]`) and the value.
+    pub struct CUlaunchAttribute_st {
+        pub id: CUlaunchAttributeID,
+        pub pad: [c_char; 4],
+        pub value: CUlaunchAttributeValue,
+    }
+    /// The extensible launch configuration of `cuLaunchKernelEx` (ABI 11060).
+    pub struct CUlaunchConfig_st {
+        pub gridDimX: c_uint,
+        pub gridDimY: c_uint,
+        pub gridDimZ: c_uint,
+        pub blockDimX: c_uint,
+        pub blockDimY: c_uint,
+        pub blockDimZ: c_uint,
+        pub sharedMemBytes: c_uint,
+        pub hStream: CUstream,
+        pub attrs: *mut CUlaunchAttribute,
+        pub numAttrs: c_uint,
+    }
+    /// The annotation of one graph edge (`cuGraphGetEdges`, ABI 12030):
+    /// `type` is a [`CUgraphDependencyType`], `from_port` one of the
+    /// `CU_GRAPH_KERNEL_NODE_PORT_*` values.
+    pub struct CUgraphEdgeData_st {
+        pub from_port: c_uchar,
+        pub to_port: c_uchar,
+        pub type_: c_uchar,
+        pub reserved: [c_uchar; 5],
+    }
+}
+
+unions! {
+    /// The value of a launch attribute. The header has more members (and
+    /// CUDA 13.0 more than 12.9); these are the ones fc-graph sets, plus
+    /// `pad`, which gives the header's 64 bytes, and `accessPolicyWindow`,
+    /// whose pointer gives its 8-byte alignment. Zero it through `pad`,
+    /// then set the member the attribute id names.
+    pub union CUlaunchAttributeValue_union {
+        pub pad: [c_char; 64],
+        pub accessPolicyWindow: CUaccessPolicyWindow,
+        pub cooperative: c_int,
+        pub programmaticStreamSerializationAllowed: c_int,
+        pub priority: c_int,
     }
 }

@@ -8,18 +8,23 @@
 //! numbers. Both sides are reduced to a canonical type form (typedef chains
 //! resolved, C scalar names mapped to fixed-width ones) and compared.
 //!
+//! Structs and unions are checked alike: size, alignment, and every field's
+//! offset and type. A union may declare a subset of the header's members
+//! (they are alternatives; the headers of CUDA 12.9 and 13.0 list different
+//! ones), but every member it declares must be the header's.
+//!
 //! The audit enumerates the tables in `cuda_sys::audit`, which the
 //! declaration macros emit from the declared tokens: there is no hand-kept
 //! list here. Without the headers or libclang the audit skips with a visible
 //! `[SKIP]` line, unless `FC_REQUIRE_AUDIT=1` (scripts/test.sh, CI) makes that a
 //! failure; `FC_SKIP_HEADER_AUDIT=1` skips it on request.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use cuda_sys::audit::{self, AliasDecl, ConstDecl, FunctionDecl, StructDecl};
+use cuda_sys::audit::{self, AliasDecl, ConstDecl, FunctionDecl, StructDecl, UnionDecl};
 use cuda_sys::functions::proc_address::BOOTSTRAP;
 
 /// (label used in messages, sub-directory of the headers directory).
@@ -228,6 +233,8 @@ struct Header {
     consts: HashMap<String, HeaderConst>,
     /// Struct and union fields, in order.
     fields: HashMap<String, Vec<(String, Canon)>>,
+    /// Which of `fields` are unions (the others are structs).
+    unions: HashSet<String>,
     layouts: HashMap<String, Layout>,
 }
 
@@ -237,6 +244,7 @@ struct RawHeader {
     typedefs: Typedefs,
     consts: Vec<(String, syn::Type, i128)>,
     fields: Vec<(String, Vec<(String, syn::Type)>)>,
+    unions: HashSet<String>,
     layouts: HashMap<String, Layout>,
 }
 
@@ -282,6 +290,19 @@ fn collect_item(item: &syn::Item, raw: &mut RawHeader) {
                 raw.consts.push((c.ident.to_string(), (*c.ty).clone(), v));
             }
         }
+        syn::Item::Struct(s) if is_bindgen_union(s) => {
+            // bindgen's union without `Copy` members: a struct of
+            // `__BindgenUnionField<T>` plus a `bindgen_union_field` of the size.
+            let fields = s
+                .fields
+                .iter()
+                .filter(|f| f.ident.as_ref().is_some_and(|i| i != BINDGEN_UNION_STORAGE))
+                .filter_map(named_field)
+                .map(|(n, t)| (n, bindgen_union_member(t)))
+                .collect();
+            raw.fields.push((s.ident.to_string(), fields));
+            raw.unions.insert(s.ident.to_string());
+        }
         syn::Item::Struct(s) => {
             let fields = s.fields.iter().filter_map(named_field).collect();
             raw.fields.push((s.ident.to_string(), fields));
@@ -289,9 +310,33 @@ fn collect_item(item: &syn::Item, raw: &mut RawHeader) {
         syn::Item::Union(u) => {
             let fields = u.fields.named.iter().filter_map(named_field).collect();
             raw.fields.push((u.ident.to_string(), fields));
+            raw.unions.insert(u.ident.to_string());
         }
         _ => {}
     }
+}
+
+/// The storage member bindgen adds to a union it writes as a struct.
+const BINDGEN_UNION_STORAGE: &str = "bindgen_union_field";
+/// The wrapper type of each member of such a union.
+const BINDGEN_UNION_WRAPPER: &str = "__BindgenUnionField";
+
+fn is_bindgen_union(s: &syn::ItemStruct) -> bool {
+    s.fields.iter().any(|f| f.ident.as_ref().is_some_and(|i| i == BINDGEN_UNION_STORAGE))
+}
+
+/// `T` of `__BindgenUnionField<T>`; any other type unchanged.
+fn bindgen_union_member(ty: syn::Type) -> syn::Type {
+    if let syn::Type::Path(p) = &ty {
+        if let Some(seg) = p.path.segments.last().filter(|s| s.ident == BINDGEN_UNION_WRAPPER) {
+            if let syn::PathArguments::AngleBracketed(args) = &seg.arguments {
+                if let Some(syn::GenericArgument::Type(inner)) = args.args.first() {
+                    return inner.clone();
+                }
+            }
+        }
+    }
+    ty
 }
 
 fn named_field(f: &syn::Field) -> Option<(String, syn::Type)> {
@@ -375,7 +420,7 @@ fn canonicalise(label: &'static str, raw: RawHeader) -> Header {
             (name.clone(), fs)
         })
         .collect();
-    Header { label, types, consts, fields, layouts: raw.layouts }
+    Header { label, types, consts, fields, unions: raw.unions, layouts: raw.layouts }
 }
 
 /// Whether a constant's declared type is a named (enum) type rather than a
@@ -517,6 +562,9 @@ fn check_struct(decl: &StructDecl, h: &Header, ours: &Typedefs) -> Vec<String> {
     let (Some(layout), Some(fields)) = (h.layouts.get(decl.name), h.fields.get(decl.name)) else {
         return vec![format!("{at}: the header has no struct {}", decl.name)];
     };
+    if h.unions.contains(decl.name) {
+        return vec![format!("{at}: the header declares {} as a union", decl.name)];
+    }
     let mut out = Vec::new();
     if layout.size != Some(decl.size as i128) {
         out.push(format!("{at}: size: ours {}, header {:?}", decl.size, layout.size));
@@ -537,6 +585,31 @@ fn check_struct(decl: &StructDecl, h: &Header, ours: &Typedefs) -> Vec<String> {
         out.extend(check_field(&at, fname, *offset, fty, layout, fields, ours));
     }
     out
+}
+
+/// Compares one union's size and alignment, and each member it declares
+/// (offset 0 in the header, same type). Members the header has and we do
+/// not declare are allowed; their count is returned for the summary.
+fn check_union(decl: &UnionDecl, h: &Header, ours: &Typedefs) -> (Vec<String>, usize) {
+    let at = format!("union {} ({})", decl.name, h.label);
+    let (Some(layout), Some(fields)) = (h.layouts.get(decl.name), h.fields.get(decl.name)) else {
+        return (vec![format!("{at}: the header has no union {}", decl.name)], 0);
+    };
+    if !h.unions.contains(decl.name) {
+        return (vec![format!("{at}: the header declares {} as a struct", decl.name)], 0);
+    }
+    let mut out = Vec::new();
+    if layout.size != Some(decl.size as i128) {
+        out.push(format!("{at}: size: ours {}, header {:?}", decl.size, layout.size));
+    }
+    if layout.align != Some(decl.align as i128) {
+        out.push(format!("{at}: alignment: ours {}, header {:?}", decl.align, layout.align));
+    }
+    for (fname, fty) in decl.fields {
+        out.extend(check_field(&at, fname, 0, fty, layout, fields, ours));
+    }
+    let undeclared = fields.iter().filter(|(n, _)| !decl.fields.iter().any(|(f, _)| f == n)).count();
+    (out, undeclared)
 }
 
 fn check_field(
@@ -602,6 +675,9 @@ fn check_alias(decl: &AliasDecl, h: &Header, ours: &Typedefs) -> Option<Vec<Stri
 struct Report {
     functions: usize,
     structs: usize,
+    unions: usize,
+    /// Header union members we do not declare (allowed; informational).
+    union_members_undeclared: usize,
     constants: usize,
     aliases: usize,
     /// Our aliases the header has no typedef of.
@@ -625,6 +701,12 @@ fn audit_header(h: &Header, ours: &Typedefs) -> Report {
     for s in audit::structs() {
         r.structs += 1;
         r.mismatches.extend(check_struct(s, h, ours));
+    }
+    for u in audit::unions() {
+        r.unions += 1;
+        let (m, undeclared) = check_union(u, h, ours);
+        r.mismatches.extend(m);
+        r.union_members_undeclared += undeclared;
     }
     for c in audit::constants() {
         r.constants += 1;
@@ -660,11 +742,13 @@ fn declarations_match_cuda_headers() {
     for h in headers {
         let r = audit_header(h, &ours);
         println!(
-            "{}: audited {} functions, {} structs, {} constants, {} aliases \
-             ({} aliases of our own, not in the header: {:?})",
+            "{}: audited {} functions, {} structs, {} unions ({} header members not declared), \
+             {} constants, {} aliases ({} aliases of our own, not in the header: {:?})",
             h.label,
             r.functions,
             r.structs,
+            r.unions,
+            r.union_members_undeclared,
             r.constants,
             r.aliases,
             r.aliases_ours_only.len(),
@@ -722,6 +806,7 @@ fn changed_declarations_are_reported() {
         check_changed_function(h, &ours);
         check_changed_constant(h, &ours);
         check_changed_struct(h, &ours);
+        check_changed_union(h, &ours);
         check_changed_alias(h, &ours);
     }
 }
@@ -769,6 +854,41 @@ fn check_changed_struct(h: &Header, ours: &Typedefs) {
     );
     let bigger = StructDecl { size: orig.size + 8, ..*orig };
     assert_reports(&check_struct(&bigger, h, ours), &["CUgraphExecUpdateResultInfo_st", "size: ours 32"]);
+}
+
+fn check_changed_union(h: &Header, ours: &Typedefs) {
+    let orig = audit::unions().iter().find(|u| u.name == "CUlaunchAttributeValue_union").unwrap();
+    let (m, undeclared) = check_union(orig, h, ours);
+    assert_eq!(m, Vec::<String>::new());
+    assert!(undeclared > 0, "the header's union has members we leave out, which is allowed");
+
+    let smaller = UnionDecl { size: 32, ..*orig };
+    assert_reports(
+        &check_union(&smaller, h, ours).0,
+        &["union CUlaunchAttributeValue_union", "size: ours 32, header Some(64)"],
+    );
+    let looser = UnionDecl { align: 4, ..*orig };
+    assert_reports(&check_union(&looser, h, ours).0, &["alignment: ours 4, header Some(8)"]);
+
+    let mut fields = orig.fields.to_vec();
+    let i = fields.iter().position(|(n, _)| *n == "programmaticStreamSerializationAllowed").unwrap();
+    fields[i].1 = "c_uint";
+    let retyped = UnionDecl { fields: Box::leak(fields.into_boxed_slice()), ..*orig };
+    assert_reports(
+        &check_union(&retyped, h, ours).0,
+        &["field 'programmaticStreamSerializationAllowed' type: ours u32, header i32"],
+    );
+
+    let mut fields = orig.fields.to_vec();
+    fields.push(("notAMember", "c_int"));
+    let extra = UnionDecl { fields: Box::leak(fields.into_boxed_slice()), ..*orig };
+    assert_reports(&check_union(&extra, h, ours).0, &["field 'notAMember' is not in the header"]);
+
+    // A struct declared as a union, and the reverse, are reported.
+    let as_union = UnionDecl { name: "CUlaunchAttribute_st", size: 72, align: 8, fields: &[] };
+    assert_reports(&check_union(&as_union, h, ours).0, &["declares CUlaunchAttribute_st as a struct"]);
+    let as_struct = StructDecl { name: orig.name, size: orig.size, align: orig.align, fields: &[] };
+    assert_reports(&check_struct(&as_struct, h, ours), &["declares CUlaunchAttributeValue_union as a union"]);
 }
 
 fn check_changed_alias(h: &Header, ours: &Typedefs) {
