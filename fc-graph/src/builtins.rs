@@ -1,5 +1,8 @@
-//! The built-in element-wise kernels (`kernels/elementwise.ptx`), loaded
-//! once per context on first use.
+//! The built-in element-wise kernels, loaded once per context on first use:
+//! `kernels/elementwise_sm90.ptx`, launched with programmatic dependent
+//! launch, where the device and driver allow it and `FC_PDL` does not
+//! forbid it; else `kernels/elementwise.ptx` (sm_35), launched plainly. See
+//! [`crate::launch`] for why PDL is automatic for these kernels.
 
 use std::os::raw::c_void;
 
@@ -7,12 +10,17 @@ use cuda_sys::*;
 
 use crate::buffer::DeviceBuffer;
 use crate::context::Context;
-use crate::driver::check;
 use crate::error::{Error, Result};
-use crate::module::ModuleHandle;
+use crate::launch::{launch_kernel, pdl_allowed_on};
+use crate::module::{LaunchConfig, ModuleHandle};
 
-/// The PTX text, embedded at build time.
+/// The PTX text (ISA 7.0, sm_35), embedded at build time.
 pub const ELEMENTWISE_PTX: &str = include_str!("../kernels/elementwise.ptx");
+
+/// The PDL variant (ISA 7.8, sm_90): the same kernels and parameters, which
+/// wait for their stream predecessor with `griddepcontrol.wait` before
+/// touching memory and let their successor launch early.
+pub const ELEMENTWISE_SM90_PTX: &str = include_str!("../kernels/elementwise_sm90.ptx");
 
 /// Threads per block of the element-wise kernels.
 const BLOCK: u32 = 256;
@@ -39,6 +47,9 @@ impl BinaryOp {
 pub(crate) struct Builtins {
     add: CUfunction,
     mul: CUfunction,
+    /// The sm_90 variant is loaded: launches use PDL (unless the context's
+    /// switch is off).
+    pdl: bool,
     // Dropped after the function handles it owns.
     _module: ModuleHandle,
 }
@@ -49,12 +60,24 @@ unsafe impl Send for Builtins {}
 unsafe impl Sync for Builtins {}
 
 impl Builtins {
+    /// Loads the PDL variant where it can be used, else the sm_35 one. A
+    /// driver that fails to JIT the sm_90 variant gets the sm_35 one (and
+    /// no PDL: [`Context::pdl_enabled`] then says `false`).
     fn load(ctx: &Context) -> Result<Builtins> {
+        if pdl_allowed_on(&ctx.device()) {
+            if let Ok(b) = Self::load_variant(ctx, ELEMENTWISE_SM90_PTX, true) {
+                return Ok(b);
+            }
+        }
+        Self::load_variant(ctx, ELEMENTWISE_PTX, false)
+    }
+
+    fn load_variant(ctx: &Context, ptx: &str, pdl: bool) -> Result<Builtins> {
         // No owner: the context destroys its built-ins itself, first.
-        let module = ModuleHandle::load_unowned(ctx.raw_ctx(), ELEMENTWISE_PTX)?;
+        let module = ModuleHandle::load_unowned(ctx.raw_ctx(), ptx)?;
         let (add, _) = module.function(BinaryOp::Add.name())?;
         let (mul, _) = module.function(BinaryOp::Mul.name())?;
-        Ok(Builtins { add, mul, _module: module })
+        Ok(Builtins { add, mul, pdl, _module: module })
     }
 }
 
@@ -69,6 +92,12 @@ impl Context {
         self.inner.builtins.get().ok_or_else(|| Error::invalid("built-in kernels failed to register"))
     }
 
+    /// Whether the loaded built-ins are the PDL variant; `None` before they
+    /// are loaded.
+    pub(crate) fn builtins_use_pdl(&self) -> Option<bool> {
+        self.inner.builtins.get().map(|b| b.pdl)
+    }
+
     /// Checks that `buf` can take part in an `n`-element f32 operation here.
     fn check_operand(&self, what: &str, buf: &DeviceBuffer, n: usize) -> Result<()> {
         self.check_usable(what, buf.context())?;
@@ -80,7 +109,8 @@ impl Context {
     }
 
     /// Enqueues `out[i] = a[i] op b[i]` for `i < n` on the context's stream
-    /// (recorded when the context captures). Checks every buffer first and
+    /// (recorded when the context captures), with programmatic dependent
+    /// launch where [`Context::pdl_enabled`]. Checks every buffer first and
     /// launches nothing when one is wrong. `n == 0` does nothing.
     pub fn binary(&self, op: BinaryOp, a: &DeviceBuffer, b: &DeviceBuffer, out: &DeviceBuffer, n: usize) -> Result<()> {
         if n > u32::MAX as usize {
@@ -97,6 +127,7 @@ impl Context {
             BinaryOp::Add => builtins.add,
             BinaryOp::Mul => builtins.mul,
         };
+        let pdl = builtins.pdl && self.pdl_switch_on();
         let (mut pa, mut pb, mut po, mut pn) = (a.as_raw(), b.as_raw(), out.as_raw(), n as u32);
         let mut params: [*mut c_void; 4] = [
             (&mut pa as *mut u64).cast(),
@@ -104,15 +135,12 @@ impl Context {
             (&mut po as *mut u64).cast(),
             (&mut pn as *mut u32).cast(),
         ];
-        let grid = (n as u32).div_ceil(BLOCK);
-        let stream = self.raw_stream();
-        self.bound(|d| {
-            // SAFETY: `f` takes (u64, u64, u64, u32) as declared in the PTX;
-            // each params entry points at a live value of that size.
-            check("cuLaunchKernel", unsafe {
-                (d.cuLaunchKernel)(f, grid, 1, 1, BLOCK, 1, 1, 0, stream, params.as_mut_ptr(), std::ptr::null_mut())
-            })
-        })
+        let cfg = LaunchConfig { grid: ((n as u32).div_ceil(BLOCK), 1, 1), block: (BLOCK, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: `f` is a built-in of this context taking (u64, u64, u64,
+        // u32) as both PTX variants declare; each params entry points at a
+        // live value of that size. Both variants wait before touching memory,
+        // so PDL is safe for them.
+        unsafe { launch_kernel(self, f, &cfg, params.as_mut_ptr(), pdl) }
     }
 
     /// `out = a + b` over `n` floats; see [`Context::binary`].
@@ -123,5 +151,51 @@ impl Context {
     /// `out = a * b` over `n` floats; see [`Context::binary`].
     pub fn mul(&self, a: &DeviceBuffer, b: &DeviceBuffer, out: &DeviceBuffer, n: usize) -> Result<()> {
         self.binary(BinaryOp::Mul, a, b, out, n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ptx_params::parse_entries;
+
+    /// The body of entry `name` in `ptx`, from its name to its closing brace.
+    fn body<'a>(ptx: &'a str, name: &str) -> &'a str {
+        let start = ptx.find(&format!(".entry {name}(")).expect("entry present");
+        let rest = &ptx[start..];
+        &rest[..rest.find("\n}").expect("entry closed")]
+    }
+
+    #[test]
+    fn both_variants_declare_the_same_kernels() {
+        let plain = parse_entries(ELEMENTWISE_PTX).expect("sm_35 PTX parses");
+        let pdl = parse_entries(ELEMENTWISE_SM90_PTX).expect("sm_90 PTX parses");
+        assert_eq!(format!("{plain:?}"), format!("{pdl:?}"));
+        let names: Vec<&str> = plain.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, [BinaryOp::Add.name(), BinaryOp::Mul.name()]);
+    }
+
+    #[test]
+    fn the_pdl_variant_waits_before_touching_memory() {
+        assert!(ELEMENTWISE_SM90_PTX.contains("\n.version 7.8\n.target sm_90\n"));
+        for op in [BinaryOp::Add, BinaryOp::Mul] {
+            let b = body(ELEMENTWISE_SM90_PTX, op.name());
+            let wait = b.find("griddepcontrol.wait;").expect("waits");
+            let trigger = b.find("griddepcontrol.launch_dependents;").expect("triggers");
+            let first_memory = ["ld.global", "st.global"].iter().filter_map(|m| b.find(m)).min().expect("memory");
+            let early_exit = b.find("bra").expect("bounds check");
+            assert!(wait < first_memory && wait < early_exit, "{}: wait first", op.name());
+            assert!(trigger < wait, "{}: dependents launch early", op.name());
+            // Apart from the two instructions, the kernels are the sm_35 ones.
+            let plain = body(ELEMENTWISE_PTX, op.name());
+            let stripped: String = b.lines().filter(|l| !l.contains("griddepcontrol")).collect::<Vec<_>>().join("\n");
+            assert_eq!(stripped, plain, "{}", op.name());
+        }
+    }
+
+    #[test]
+    fn the_plain_variant_has_no_griddepcontrol() {
+        assert!(ELEMENTWISE_PTX.contains("\n.target sm_35\n"));
+        assert!(!ELEMENTWISE_PTX.contains("griddepcontrol"));
     }
 }

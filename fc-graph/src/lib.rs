@@ -198,9 +198,10 @@
 //!
 //! [`driver()`] loads the driver ([`cuda_sys`]); [`device`], [`context`],
 //! [`buffer`] and [`pool`] hold devices, contexts and memory; [`builtins`]
-//! and [`module`] the kernels; [`capture`], [`capture_state`], [`held`] and
-//! [`graph`] capture and replay; [`event`] timing events; [`buckets`] token
-//! buckets.
+//! and [`module`] the kernels, [`launch`] how they are launched (with
+//! programmatic dependent launch where it pays); [`capture`],
+//! [`capture_state`], [`held`] and [`graph`] capture and replay; [`event`]
+//! timing events; [`buckets`] token buckets.
 
 pub mod buckets;
 pub mod buffer;
@@ -214,6 +215,7 @@ pub mod error;
 pub mod event;
 pub mod graph;
 pub mod held;
+pub mod launch;
 pub mod module;
 pub mod pool;
 pub mod ptx_params;
@@ -227,6 +229,7 @@ pub use driver::driver;
 pub use error::{Error, Result};
 pub use event::Event;
 pub use graph::{BreakFn, Graph, UpdateReport};
+pub use launch::{supports_pdl, LaunchOptions};
 pub use module::{Kernel, KernelArg, LaunchConfig, Module};
 
 /// The library version.

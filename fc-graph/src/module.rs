@@ -1,5 +1,7 @@
 //! User device code: PTX modules, kernels looked up by name, and checked
-//! launches (eager, or recorded when the context captures).
+//! launches (eager, or recorded when the context captures), plain or, for
+//! kernels that opt in, with programmatic dependent launch
+//! ([`crate::launch`]).
 
 use std::ffi::CString;
 use std::os::raw::{c_char, c_uint, c_void};
@@ -11,6 +13,7 @@ use crate::buffer::DeviceBuffer;
 use crate::context::Context;
 use crate::driver::{bound, check, RawCtx};
 use crate::error::{Error, Result};
+use crate::launch::{launch_kernel, pdl_env_allows, supports_pdl, LaunchOptions};
 use crate::ptx_params::{find_entry, parse_entries, ParamKind, PtxEntry, PtxParam};
 
 /// A loaded module and the context it belongs to; unloaded on drop.
@@ -148,12 +151,17 @@ impl Drop for ModuleHandle {
 pub struct Module {
     ctx: Context,
     handle: Arc<ModuleHandle>,
+    /// The device and driver can launch with PDL.
+    pdl_capable: bool,
 }
 
 impl Module {
     /// Loads (JIT-compiles) `ptx` into `ctx`.
     pub fn from_ptx(ctx: &Context, ptx: &str) -> Result<Module> {
-        Ok(Module { ctx: ctx.clone(), handle: Arc::new(ModuleHandle::load(ctx, ptx)?) })
+        let handle = Arc::new(ModuleHandle::load(ctx, ptx)?);
+        // A device that cannot be asked gets plain launches (always correct).
+        let pdl_capable = supports_pdl(&ctx.device()).unwrap_or(false);
+        Ok(Module { ctx: ctx.clone(), handle, pdl_capable })
     }
 
     /// The `.entry` kernels the PTX declares.
@@ -161,10 +169,17 @@ impl Module {
         &self.handle.entries
     }
 
-    /// A kernel by name.
+    /// A kernel by name (launched plainly until [`Kernel::set_pdl`]).
     pub fn kernel(&self, name: &str) -> Result<Kernel> {
         let (func, entry) = self.handle.function(name)?;
-        Ok(Kernel { ctx: self.ctx.clone(), _module: self.handle.clone(), func, entry })
+        Ok(Kernel {
+            ctx: self.ctx.clone(),
+            _module: self.handle.clone(),
+            func,
+            entry,
+            pdl: false,
+            pdl_capable: self.pdl_capable,
+        })
     }
 }
 
@@ -269,6 +284,10 @@ pub struct Kernel {
     _module: Arc<ModuleHandle>,
     func: CUfunction,
     entry: PtxEntry,
+    /// Opted in to PDL ([`Kernel::set_pdl`]): the default of its launches.
+    pdl: bool,
+    /// The device and driver can launch with PDL.
+    pdl_capable: bool,
 }
 
 // SAFETY: CUfunction handles may be used from any thread; the module they
@@ -299,6 +318,32 @@ impl Kernel {
         &self.ctx
     }
 
+    /// Opts this kernel handle in to programmatic dependent launch (or out
+    /// again): its launches without explicit [`LaunchOptions`] use PDL where
+    /// the device, the driver, `FC_PDL` and the launching context's switch
+    /// allow it. Only for kernels that execute `griddepcontrol.wait` before
+    /// touching memory their stream's previous kernel reads or writes (see
+    /// [`crate::launch`]); a kernel that does not would race with it.
+    /// Clones made afterwards inherit the setting.
+    pub fn set_pdl(&mut self, on: bool) {
+        self.pdl = on;
+    }
+
+    /// Whether this kernel opted in to PDL ([`Kernel::set_pdl`]).
+    pub fn pdl(&self) -> bool {
+        self.pdl
+    }
+
+    /// The options of a launch without explicit ones.
+    pub fn default_options(&self) -> LaunchOptions {
+        LaunchOptions { pdl: self.pdl }
+    }
+
+    /// Whether a launch with `opts` on `ctx` uses PDL.
+    pub fn uses_pdl(&self, ctx: &Context, opts: LaunchOptions) -> bool {
+        opts.pdl && self.pdl_capable && pdl_env_allows() && ctx.pdl_switch_on()
+    }
+
     /// Checks `args` against the PTX signature and that buffers live on the
     /// kernel's device.
     pub fn check_args(&self, args: &[KernelArg<'_>]) -> Result<()> {
@@ -320,13 +365,31 @@ impl Kernel {
     }
 
     /// Launches on the kernel's context stream (recorded into the capture
-    /// when the context captures). Asynchronous.
+    /// when the context captures), with PDL if the kernel opted in.
+    /// Asynchronous.
     pub fn launch(&self, cfg: LaunchConfig, args: &[KernelArg<'_>]) -> Result<()> {
-        self.launch_on(&self.ctx, cfg, args)
+        self.launch_on_with(&self.ctx, cfg, args, self.default_options())
+    }
+
+    /// [`Kernel::launch`] with explicit options (e.g. PDL for this launch
+    /// only: `LaunchOptions::PDL`).
+    pub fn launch_with(&self, cfg: LaunchConfig, args: &[KernelArg<'_>], opts: LaunchOptions) -> Result<()> {
+        self.launch_on_with(&self.ctx, cfg, args, opts)
     }
 
     /// Launches on another context's stream of the same device.
     pub fn launch_on(&self, ctx: &Context, cfg: LaunchConfig, args: &[KernelArg<'_>]) -> Result<()> {
+        self.launch_on_with(ctx, cfg, args, self.default_options())
+    }
+
+    /// [`Kernel::launch_on`] with explicit options.
+    pub fn launch_on_with(
+        &self,
+        ctx: &Context,
+        cfg: LaunchConfig,
+        args: &[KernelArg<'_>],
+        opts: LaunchOptions,
+    ) -> Result<()> {
         cfg.validate()?;
         self.check_args(args)?;
         // Argument values laid out in 8-byte slots; `Bytes` point at the caller's slice.
@@ -354,37 +417,38 @@ impl Kernel {
             .collect();
         // SAFETY: every pointer in `ptrs` points at a live value of the size
         // the PTX parameter declares (little-endian slot, checked above).
-        unsafe { self.launch_raw_on(ctx, cfg, ptrs.as_mut_ptr()) }
+        unsafe { self.launch_raw_with(ctx, cfg, ptrs.as_mut_ptr(), opts) }
     }
 
-    /// Launches with a `cuLaunchKernel`-style parameter array.
+    /// Launches with a `cuLaunchKernel`-style parameter array (PDL if the
+    /// kernel opted in).
     ///
     /// # Safety
     /// `params` must hold one pointer per kernel parameter, each to a value
     /// of that parameter's size, valid for the duration of the call.
     pub unsafe fn launch_raw_on(&self, ctx: &Context, cfg: LaunchConfig, params: *mut *mut c_void) -> Result<()> {
+        // SAFETY: the caller's contract is this function's.
+        unsafe { self.launch_raw_with(ctx, cfg, params, self.default_options()) }
+    }
+
+    /// [`Kernel::launch_raw_on`] with explicit options.
+    ///
+    /// # Safety
+    /// As [`Kernel::launch_raw_on`].
+    pub unsafe fn launch_raw_with(
+        &self,
+        ctx: &Context,
+        cfg: LaunchConfig,
+        params: *mut *mut c_void,
+        opts: LaunchOptions,
+    ) -> Result<()> {
         cfg.validate()?;
         ctx.check_usable(&format!("kernel {}", self.entry.name), &self.ctx)?;
-        let (f, stream) = (self.func, ctx.raw_stream());
-        ctx.bound(|d| {
-            // SAFETY: live function and stream of one context; `params` per the
-            // caller's contract.
-            check("cuLaunchKernel", unsafe {
-                (d.cuLaunchKernel)(
-                    f,
-                    cfg.grid.0,
-                    cfg.grid.1,
-                    cfg.grid.2,
-                    cfg.block.0,
-                    cfg.block.1,
-                    cfg.block.2,
-                    cfg.shared_mem_bytes,
-                    stream,
-                    params,
-                    std::ptr::null_mut(),
-                )
-            })
-        })
+        let pdl = self.uses_pdl(ctx, opts);
+        // SAFETY: a live function usable on `ctx` (checked above); `params`
+        // per the caller's contract; PDL only where the caller opted in for
+        // this kernel.
+        unsafe { launch_kernel(ctx, self.func, &cfg, params, pdl) }
     }
 }
 
