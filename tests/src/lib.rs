@@ -122,3 +122,8 @@ pub fn assert_close(what: &str, got: &[f32], want: &[f32], tol: f32) -> Result<(
 /// User PTX for the tests: `relu_f32(x, out, n)`, `scale_f32(x, s, out, n)`
 /// (out = x * s) and `rowsum_half_f32` is not needed; kept small.
 pub const TEST_PTX: &str = include_str!("test_kernels.ptx");
+
+/// User PTX written for programmatic dependent launch (ISA 7.8, sm_90):
+/// `pdl_scale_f32(x, s, out, n)` (out = x * s), which waits with
+/// `griddepcontrol.wait` before touching memory.
+pub const PDL_TEST_PTX: &str = include_str!("pdl_kernels.ptx");
