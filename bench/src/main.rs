@@ -12,15 +12,24 @@
 //! | `graph_launch_host`              | `graph.launch()` of one captured graph of the K kernels    |
 //! | `graph_launch_sync`              | `graph.launch()` + stream synchronize                      |
 //! | `capture_instantiate`            | begin capture, K enqueues, end capture + instantiate       |
+//! | `recapture_update`               | begin capture, K enqueues, `end_update` into the existing  |
+//! |                                  | graph (`cuGraphExecUpdate`; destroys the replaced graph)   |
 //! | `multi_gpu_captures_per_s_1dev`  | capture+instantiate+launch+sync of K=26 in a loop, device 0 |
 //! | `multi_gpu_captures_per_s_2dev`  | the same on devices 0 and 1 at once, one thread each       |
+//! | `multi_gpu_replays_per_s_{1,2}dev` | launch+sync of one captured K=26 graph in a loop         |
+//! | `multi_gpu_updates_per_s_{1,2}dev` | re-capture + `end_update` + launch + sync, in a loop     |
+//!
+//! The rows above run with the library's defaults: programmatic dependent
+//! launch (PDL) for the built-ins where the device allows it (each row says
+//! `"pdl":true/false`). The single-device rows are repeated with PDL turned
+//! off on the context (`Context::set_pdl(false)`), suffix `_nopdl`, skipped
+//! when PDL is unavailable anyway. `bench/raw/raw_bench.c` emits the raw
+//! plain rows and raw PDL rows (suffix `_pdl`).
 //!
 //! fc-graph feature rows (after the rows above; alone with `--features-only`):
 //!
 //! | row                              | what is measured                                           |
 //! |----------------------------------|------------------------------------------------------------|
-//! | `recapture_update`               | begin capture, K enqueues, `end_update` into the existing  |
-//! |                                  | graph (`cuGraphExecUpdate`), host clock                    |
 //! | `breakable_replay_6breaks_sync`  | replay of 7 segments of 4 kernels split by 6 breaks (each  |
 //! |                                  | break one eager kernel) + stream synchronize               |
 //! | `unbroken_plus_host_calls_sync`  | the same 28 kernels as one graph, launched, then the same  |
@@ -188,7 +197,7 @@ fn run(args: &Args) -> Result<()> {
     if !args.features_only {
         let chain = Chain::new(Context::new(args.device)?, args.n)?;
         for &k in &args.kernels {
-            bench_k(&chain, k, args.warmup, args.iters_for(k))?;
+            in_both_modes(&chain, k, ROWS_PER_MODE, |mode| bench_k(&chain, k, args.warmup, args.iters_for(k), mode))?;
         }
         drop(chain);
 
@@ -299,6 +308,52 @@ fn emit_row(row: &str, kernels: usize, us: &mut [f64]) {
     emit_row_with(row, kernels, us, "");
 }
 
+/// How the single-device rows run: the library's default (PDL where the
+/// device allows it) or with PDL turned off on the context.
+#[derive(Debug, Clone, Copy)]
+struct Mode {
+    /// Appended to the row names (`""` or `"_nopdl"`).
+    suffix: &'static str,
+    /// Whether the built-ins launch with PDL.
+    pdl: bool,
+}
+
+impl Mode {
+    /// Emits `row` + suffix with `"pdl"` and `extra` appended; returns the median.
+    fn emit(&self, row: &str, kernels: usize, us: &mut [f64], extra: &str) -> f64 {
+        emit_row_with(&format!("{row}{}", self.suffix), kernels, us, &format!(",\"pdl\":{}{extra}", self.pdl))
+    }
+}
+
+/// The rows `bench_k` emits per mode.
+const ROWS_PER_MODE: &[&str] = &[
+    "eager_enqueue_per_kernel",
+    "eager_enqueue_sync",
+    "graph_launch_host",
+    "graph_launch_sync",
+    "capture_instantiate",
+];
+
+/// Runs `f` in the default mode, then with PDL off on the context (rows
+/// `<row>_nopdl`); when the default is already plain, the `_nopdl` rows of
+/// `rows` are emitted as skipped.
+fn in_both_modes(c: &Chain, k: usize, rows: &[&str], mut f: impl FnMut(Mode) -> Result<()>) -> Result<()> {
+    let pdl = c.ctx.pdl_enabled();
+    f(Mode { suffix: "", pdl })?;
+    if !pdl {
+        for row in rows {
+            println!(
+                "{{\"impl\":\"{IMPL}\",\"row\":\"{row}_nopdl\",\"kernels\":{k},\"skipped\":\"PDL unavailable here: the default rows are plain\"}}"
+            );
+        }
+        return Ok(());
+    }
+    c.ctx.set_pdl(false);
+    let off = f(Mode { suffix: "_nopdl", pdl: false });
+    c.ctx.set_pdl(true);
+    off
+}
+
 /// Sorts `us`, prints its row with `extra` (`,"key":value...`) appended to
 /// the JSON object, and returns the median.
 fn emit_row_with(row: &str, kernels: usize, us: &mut [f64], extra: &str) -> f64 {
@@ -333,14 +388,15 @@ fn us_since(t0: Instant, t1: Instant) -> f64 {
 // ---------------------------------------------------------------------------
 // single-device rows
 
-fn bench_k(c: &Chain, k: usize, warmup: usize, iters: usize) -> Result<()> {
+fn bench_k(c: &Chain, k: usize, warmup: usize, iters: usize, mode: Mode) -> Result<()> {
     let mut a = vec![0.0f64; iters];
     let mut b = vec![0.0f64; iters];
+    let tag = if mode.pdl { " (PDL)" } else { "" };
 
     // correctness of the eager chain
     c.reset()?;
     c.enqueue(k)?;
-    c.check(k, "eager")?;
+    c.check(k, &format!("eager{tag}"))?;
 
     // 1. eager: enqueue (per kernel) and enqueue + sync
     for _ in 0..warmup {
@@ -356,14 +412,14 @@ fn bench_k(c: &Chain, k: usize, warmup: usize, iters: usize) -> Result<()> {
         a[i] = us_since(t0, t1) / k as f64;
         b[i] = us_since(t0, t2);
     }
-    emit_row("eager_enqueue_per_kernel", k, &mut a);
-    emit_row("eager_enqueue_sync", k, &mut b);
+    mode.emit("eager_enqueue_per_kernel", k, &mut a, "");
+    mode.emit("eager_enqueue_sync", k, &mut b, "");
 
     // 2. one captured graph: launch (host) and launch + sync
     let graph = c.capture(k)?;
     c.reset()?;
     graph.launch()?;
-    c.check(k, "graph")?;
+    c.check(k, &format!("graph{tag}"))?;
     for _ in 0..warmup {
         graph.launch()?;
         c.ctx.synchronize()?;
@@ -377,8 +433,8 @@ fn bench_k(c: &Chain, k: usize, warmup: usize, iters: usize) -> Result<()> {
         a[i] = us_since(t0, t1);
         b[i] = us_since(t0, t2);
     }
-    emit_row("graph_launch_host", k, &mut a);
-    emit_row("graph_launch_sync", k, &mut b);
+    mode.emit("graph_launch_host", k, &mut a, "");
+    mode.emit("graph_launch_sync", k, &mut b, "");
     drop(graph);
 
     // 3. capture + instantiate, end to end (the graph is dropped untimed)
@@ -392,12 +448,51 @@ fn bench_k(c: &Chain, k: usize, warmup: usize, iters: usize) -> Result<()> {
         drop(g);
         *slot = us_since(t0, t1);
     }
-    emit_row("capture_instantiate", k, &mut a);
+    mode.emit("capture_instantiate", k, &mut a, "");
     Ok(())
 }
 
 // ---------------------------------------------------------------------------
-// multi-GPU: captures/s on one device alone vs two devices at once
+// multi-GPU: loops on one device alone vs two devices at once
+
+/// The loops of the multi-GPU rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Loop {
+    /// capture + instantiate + launch + sync (+ drop) per iteration.
+    Capture,
+    /// launch + sync of one captured graph.
+    Replay,
+    /// re-capture + `end_update` + launch + sync.
+    Update,
+}
+
+impl Loop {
+    const ALL: [Loop; 3] = [Loop::Capture, Loop::Replay, Loop::Update];
+
+    fn row(self) -> &'static str {
+        match self {
+            Loop::Capture => "multi_gpu_captures_per_s",
+            Loop::Replay => "multi_gpu_replays_per_s",
+            Loop::Update => "multi_gpu_updates_per_s",
+        }
+    }
+
+    /// The JSON field of the rate (`captures_per_s` as in earlier runs).
+    fn field(self) -> &'static str {
+        match self {
+            Loop::Capture => "captures_per_s",
+            _ => "per_s",
+        }
+    }
+
+    fn doc(self) -> &'static str {
+        match self {
+            Loop::Capture => "capture+instantiate+launch+sync",
+            Loop::Replay => "launch+sync of one graph",
+            Loop::Update => "re-capture+end_update+launch+sync",
+        }
+    }
+}
 
 fn capture_launch_once(c: &Chain, k: usize) -> Result<()> {
     let g = c.capture(k)?;
@@ -407,9 +502,27 @@ fn capture_launch_once(c: &Chain, k: usize) -> Result<()> {
     Ok(())
 }
 
-/// One thread per chain, all started together; each loops
-/// capture+instantiate+launch+sync for `secs`. Returns captures/s per chain.
-fn run_workers(chains: &[&Chain], k: usize, secs: f64) -> Result<Vec<f64>> {
+/// One iteration of `kind` on `c`; `g` is the chain's graph for the replay
+/// and update loops.
+fn loop_once(kind: Loop, c: &Chain, g: &mut Option<Graph<()>>, k: usize) -> Result<()> {
+    let graph = match (kind, g.as_mut()) {
+        (Loop::Capture, _) => return capture_launch_once(c, k),
+        (_, Some(graph)) => graph,
+        (_, None) => return Err(Error::InvalidArgument("the replay and update loops need a graph".into())),
+    };
+    if kind == Loop::Update {
+        let rep = recapture_update(c, graph, k)?;
+        if rep.updated != 1 {
+            return Err(Error::InvalidArgument(format!("update loop: not updated in place ({rep:?})")));
+        }
+    }
+    graph.launch()?;
+    c.ctx.synchronize()
+}
+
+/// One thread per chain, all started together; each loops `kind` for
+/// `secs`. Returns the iterations per second per chain.
+fn run_workers(chains: &[&Chain], kind: Loop, k: usize, secs: f64) -> Result<Vec<f64>> {
     let barrier = Barrier::new(chains.len());
     let limit = Duration::from_secs_f64(secs);
     std::thread::scope(|s| {
@@ -418,13 +531,19 @@ fn run_workers(chains: &[&Chain], k: usize, secs: f64) -> Result<Vec<f64>> {
             .map(|&c| {
                 let barrier = &barrier;
                 s.spawn(move || -> Result<f64> {
-                    let warm = (0..5).try_for_each(|_| capture_launch_once(c, k));
+                    let mut g = None;
+                    let warm = (|| {
+                        if kind != Loop::Capture {
+                            g = Some(c.capture(k)?);
+                        }
+                        (0..5).try_for_each(|_| loop_once(kind, c, &mut g, k))
+                    })();
                     barrier.wait(); // always reached, so no peer waits forever
                     warm?;
                     let t0 = Instant::now();
                     let mut count = 0u64;
                     let elapsed = loop {
-                        capture_launch_once(c, k)?;
+                        loop_once(kind, c, &mut g, k)?;
                         count += 1;
                         let e = t0.elapsed();
                         if e >= limit {
@@ -444,27 +563,41 @@ fn bench_multi_gpu(args: &Args) -> Result<()> {
     let secs = args.multi_gpu_secs;
     let count = Device::count()?;
     let c0 = Chain::new(Context::new(0)?, args.n)?;
-    let one = run_workers(&[&c0], k, secs)?[0];
-    println!(
-        "{{\"impl\":\"{IMPL}\",\"row\":\"multi_gpu_captures_per_s_1dev\",\"kernels\":{k},\"captures_per_s\":{one:.1},\"secs\":{secs:.3},\"devices\":1}}"
-    );
-    eprintln!("[fc] multi_gpu 1 device : {one:.1} captures/s (capture+instantiate+launch+sync, K={k})");
-    if count < 2 {
-        eprintln!("[fc] [SKIP] multi_gpu 2 devices: only {count} CUDA device(s) visible");
+    let c1 = if count >= 2 { Some(Chain::new(Context::new(1)?, args.n)?) } else { None };
+    let pdl = c0.ctx.pdl_enabled() && c1.as_ref().is_none_or(|c| c.ctx.pdl_enabled());
+    let in_place = fc_graph::driver()?.cuGraphExecUpdate.is_some();
+    for kind in Loop::ALL {
+        let (row, field) = (kind.row(), kind.field());
+        if kind == Loop::Update && !in_place {
+            eprintln!("[fc] [SKIP] {row}: the driver lacks cuGraphExecUpdate (CUDA 12.0+)");
+            for dev in ["1dev", "2dev"] {
+                println!(
+                    "{{\"impl\":\"{IMPL}\",\"row\":\"{row}_{dev}\",\"kernels\":{k},\"skipped\":\"no in-place update in this driver\"}}"
+                );
+            }
+            continue;
+        }
+        let one = run_workers(&[&c0], kind, k, secs)?[0];
         println!(
-            "{{\"impl\":\"{IMPL}\",\"row\":\"multi_gpu_captures_per_s_2dev\",\"kernels\":{k},\"skipped\":\"only {count} CUDA device(s)\"}}"
+            "{{\"impl\":\"{IMPL}\",\"row\":\"{row}_1dev\",\"kernels\":{k},\"{field}\":{one:.1},\"secs\":{secs:.3},\"devices\":1,\"pdl\":{pdl}}}"
         );
-        return Ok(());
+        eprintln!("[fc] {row} 1 device : {one:.1}/s ({}, K={k}{})", kind.doc(), if pdl { ", PDL" } else { "" });
+        let Some(c1) = c1.as_ref() else {
+            eprintln!("[fc] [SKIP] {row} 2 devices: only {count} CUDA device(s) visible");
+            println!(
+                "{{\"impl\":\"{IMPL}\",\"row\":\"{row}_2dev\",\"kernels\":{k},\"skipped\":\"only {count} CUDA device(s)\"}}"
+            );
+            continue;
+        };
+        let per = run_workers(&[&c0, c1], kind, k, secs)?;
+        let two: f64 = per.iter().sum();
+        let ratio = two / one;
+        println!(
+            "{{\"impl\":\"{IMPL}\",\"row\":\"{row}_2dev\",\"kernels\":{k},\"{field}\":{two:.1},\"per_device\":[{:.1},{:.1}],\"ratio_vs_1dev\":{ratio:.3},\"secs\":{secs:.3},\"devices\":2,\"pdl\":{pdl}}}",
+            per[0], per[1]
+        );
+        eprintln!("[fc] {row} 2 devices: {two:.1}/s ({:.1} + {:.1}), {ratio:.2}x one device", per[0], per[1]);
     }
-    let c1 = Chain::new(Context::new(1)?, args.n)?;
-    let per = run_workers(&[&c0, &c1], k, secs)?;
-    let two: f64 = per.iter().sum();
-    let ratio = two / one;
-    println!(
-        "{{\"impl\":\"{IMPL}\",\"row\":\"multi_gpu_captures_per_s_2dev\",\"kernels\":{k},\"captures_per_s\":{two:.1},\"per_device\":[{:.1},{:.1}],\"ratio_vs_1dev\":{ratio:.3},\"secs\":{secs:.3},\"devices\":2}}",
-        per[0], per[1]
-    );
-    eprintln!("[fc] multi_gpu 2 devices: {two:.1} captures/s ({:.1} + {:.1}), {ratio:.2}x one device", per[0], per[1]);
     Ok(())
 }
 
@@ -474,7 +607,9 @@ fn bench_multi_gpu(args: &Args) -> Result<()> {
 fn bench_features(args: &Args) -> Result<()> {
     let chain = Chain::new(Context::new(args.device)?, args.n)?;
     for &k in &args.kernels {
-        bench_recapture_update(&chain, k, args.warmup, args.iters_for(k))?;
+        in_both_modes(&chain, k, &["recapture_update"], |mode| {
+            bench_recapture_update(&chain, k, args.warmup, args.iters_for(k), mode)
+        })?;
     }
     let iters = if args.iters > 0 { args.iters } else { BREAK_ITERS };
     bench_breakable(&chain, args.warmup, iters)?;
@@ -492,8 +627,9 @@ fn recapture_update(c: &Chain, g: &mut Graph<()>, k: usize) -> Result<UpdateRepo
 
 /// `recapture_update`: begin capture, K enqueues, `end_update` into the
 /// graph of an earlier capture of the same chain (host clock, end to end;
-/// includes destroying the re-captured source graph).
-fn bench_recapture_update(c: &Chain, k: usize, warmup: usize, iters: usize) -> Result<()> {
+/// includes destroying the replaced source graph, as raw's timer includes
+/// destroying the graph it re-captured: one K-node destroy each).
+fn bench_recapture_update(c: &Chain, k: usize, warmup: usize, iters: usize, mode: Mode) -> Result<()> {
     let mut g = c.capture(k)?;
     let first = recapture_update(c, &mut g, k)?;
     let in_place = first.updated == 1;
@@ -521,10 +657,10 @@ fn bench_recapture_update(c: &Chain, k: usize, warmup: usize, iters: usize) -> R
     } else if !all_in_place {
         extra.push_str(",\"note\":\"some timed re-captures were instantiated anew\"");
     }
-    emit_row_with("recapture_update", k, &mut a, &extra);
+    mode.emit("recapture_update", k, &mut a, &extra);
     c.reset()?;
     g.launch()?;
-    c.check(k, "updated graph")
+    c.check(k, if mode.pdl { "updated graph (PDL)" } else { "updated graph" })
 }
 
 /// The breakable chain: `BREAKS + 1` segments of `SEGMENT_KERNELS` chain

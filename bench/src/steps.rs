@@ -1,7 +1,9 @@
 //! `fc-bench --steps`: where fc-graph's time goes. Times each step of the
 //! library's launch, capture and replay paths next to the bare driver call
 //! it wraps, in the same process on the same stream, alternating, so the
-//! difference is the library's own cost.
+//! difference is the library's own cost. Where the library launches its
+//! built-ins with programmatic dependent launch (PDL), the bare calls do too
+//! (`cuLaunchKernelEx` with the same attribute, on the same sm_90 PTX).
 
 use std::os::raw::c_void;
 use std::time::Instant;
@@ -38,6 +40,8 @@ struct Rig {
     n: usize,
     func_add: CUfunction,
     func_mul: CUfunction,
+    /// The bare launches use PDL (as the library's built-ins do here).
+    pdl: bool,
     _module: Module,
 }
 
@@ -80,6 +84,28 @@ impl Rig {
                     ],
                 )
             };
+            if self.pdl {
+                let launch_ex = d.cuLaunchKernelEx.ok_or_else(|| fc_graph::Error::invalid("no cuLaunchKernelEx"))?;
+                let mut value = CUlaunchAttributeValue { pad: [0; 64] };
+                value.programmaticStreamSerializationAllowed = 1;
+                let mut attr =
+                    CUlaunchAttribute { id: CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, pad: [0; 4], value };
+                let config = CUlaunchConfig {
+                    gridDimX: grid,
+                    gridDimY: 1,
+                    gridDimZ: 1,
+                    blockDimX: 256,
+                    blockDimY: 1,
+                    blockDimZ: 1,
+                    sharedMemBytes: 0,
+                    hStream: self.ctx.raw_stream(),
+                    attrs: &mut attr,
+                    numAttrs: 1,
+                };
+                // SAFETY: as below; `config` and its attribute live across the call.
+                ok("cuLaunchKernelEx", unsafe { launch_ex(&config, f, p.as_mut_ptr(), std::ptr::null_mut()) })?;
+                continue;
+            }
             // SAFETY: (u64, u64, u64, u32) parameters as the PTX declares; live stream.
             ok("cuLaunchKernel", unsafe {
                 (d.cuLaunchKernel)(
@@ -105,7 +131,9 @@ impl Rig {
 pub fn bench_steps(device: usize, n: usize) -> Result<()> {
     let d = fc_graph::driver()?;
     let ctx = Context::new(device)?;
-    let module = Module::from_ptx(&ctx, fc_graph::builtins::ELEMENTWISE_PTX)?;
+    let pdl = ctx.pdl_enabled();
+    let ptx = if pdl { fc_graph::builtins::ELEMENTWISE_SM90_PTX } else { fc_graph::builtins::ELEMENTWISE_PTX };
+    let module = Module::from_ptx(&ctx, ptx)?;
     let rig = Rig {
         x: ctx.alloc(n * 4)?,
         y: ctx.alloc(n * 4)?,
@@ -113,6 +141,7 @@ pub fn bench_steps(device: usize, n: usize) -> Result<()> {
         n,
         func_add: module.kernel("fc_add_f32")?.raw_function(),
         func_mul: module.kernel("fc_mul_f32")?.raw_function(),
+        pdl,
         _module: module,
         ctx,
     };
@@ -323,7 +352,8 @@ fn probe_without_current_context(d: &Driver, rig: &Rig) -> Result<()> {
         }
     }
     println!(
-        "{{\"impl\":\"fc\",\"row\":\"probe_no_current_context\",\"kernels\":0,\"median_us\":null,\"rc_launch\":{rc_launch},\"rc_begin_capture\":{rc_begin},\"rc_launch_captured\":{rc_launch_captured},\"rc_end_capture\":{rc_end},\"rc_instantiate\":{rc_inst},\"rc_graph_launch\":{rc_graph_launch},\"rc_sync\":{rc_sync}}}"
+        "{{\"impl\":\"fc\",\"row\":\"probe_no_current_context\",\"kernels\":0,\"median_us\":null,\"rc_launch\":{rc_launch},\"rc_begin_capture\":{rc_begin},\"rc_launch_captured\":{rc_launch_captured},\"rc_end_capture\":{rc_end},\"rc_instantiate\":{rc_inst},\"rc_graph_launch\":{rc_graph_launch},\"rc_sync\":{rc_sync},\"pdl\":{}}}",
+        rig.pdl
     );
     Ok(())
 }

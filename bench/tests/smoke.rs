@@ -93,6 +93,13 @@ fn quick_mode_reports_rows_when_a_gpu_is_present() {
         "capture_instantiate",
         "multi_gpu_captures_per_s_1dev",
         "multi_gpu_captures_per_s_2dev",
+        "multi_gpu_replays_per_s_1dev",
+        "multi_gpu_replays_per_s_2dev",
+        "multi_gpu_updates_per_s_1dev",
+        "multi_gpu_updates_per_s_2dev",
+        // PDL off on the context (measured, or skipped where PDL is unavailable)
+        "graph_launch_sync_nopdl",
+        "recapture_update_nopdl",
     ] {
         let tag = format!("\"row\":\"{want}\"");
         assert!(
@@ -101,8 +108,10 @@ fn quick_mode_reports_rows_when_a_gpu_is_present() {
         );
     }
     assert!(
-        rows.iter()
-            .all(|r| r.contains("\"median_us\":") || r.contains("\"captures_per_s\":") || r.contains("\"skipped\":")),
+        rows.iter().all(|r| r.contains("\"median_us\":")
+            || r.contains("\"captures_per_s\":")
+            || r.contains("\"per_s\":")
+            || r.contains("\"skipped\":")),
         "malformed rows:\n{stdout}"
     );
 }
