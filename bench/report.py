@@ -586,7 +586,8 @@ def main():
     if args.command:
         L.append(f"- **Command:** `{args.command}`")
     L.append("- **Workload:** a chain of K tiny element-wise f32 kernels over 4096 elements, "
-             "alternating `z = x + y; x = z * y` (fc and raw run the same PTX, `kernels/elementwise.ptx`; "
+             "alternating `z = x + y; x = z * y` (fc and raw run the same PTX, `kernels/elementwise.ptx`, or with "
+             "programmatic dependent launch `kernels/elementwise_sm90.ptx`; "
              "PyTorch runs its own `torch.add`/`torch.mul` with `out=`), on a non-blocking stream. "
              "Host monotonic clocks; median with p10–p90 in microseconds unless marked /s.")
     L.append("- **Implementations:** " + ", ".join(f"{IMPL_NAMES[i]}: **{status[i]}**" for i in IMPLS))
