@@ -163,6 +163,30 @@
 //! # Ok(()) }
 //! ```
 //!
+//! ## Programmatic dependent launch (PDL)
+//!
+//! On compute capability 9.0+ under CUDA 12.3+ drivers the built-in kernels
+//! launch with PDL: each may start while its predecessor finishes and waits
+//! for it on the device (`griddepcontrol.wait`), and a captured chain
+//! replays about 1.25x faster. Nothing to do for that; [`Context::set_pdl`]
+//! `(false)` or `FC_PDL=0` turns it off. A user kernel that waits with
+//! `griddepcontrol.wait` before touching memory opts in with
+//! [`Kernel::set_pdl`] or per launch with [`LaunchOptions`]; one that does
+//! not must stay plain (the default). See [`launch`].
+//!
+//! ```no_run
+//! use fc_graph::{supports_pdl, Context, Module};
+//!
+//! # fn main() -> fc_graph::Result<()> {
+//! # let (pdl_ptx, plain_ptx) = ("", "");
+//! let ctx = Context::new(0)?;
+//! let pdl = supports_pdl(&ctx.device())?;
+//! let module = Module::from_ptx(&ctx, if pdl { pdl_ptx } else { plain_ptx })?;
+//! let mut k = module.kernel("my_kernel")?;
+//! k.set_pdl(pdl); // only because my_kernel waits with griddepcontrol.wait
+//! # Ok(()) }
+//! ```
+//!
 //! ## Threads
 //!
 //! [`Context`], [`DeviceBuffer`], [`Graph`], [`Module`] and [`Kernel`] are
