@@ -105,3 +105,24 @@ pub unsafe extern "C" fn fc_ctx_mem_info(
         Ok(())
     })
 }
+
+/// `int fc_ctx_set_pdl(fc_cuda_ctx *ctx, int enabled)`
+#[no_mangle]
+pub extern "C" fn fc_ctx_set_pdl(h: *mut fc_cuda_ctx, enabled: c_int) -> c_int {
+    status(|| {
+        ctx(h)?.set_pdl(enabled != 0);
+        Ok(())
+    })
+}
+
+/// `int fc_ctx_pdl_enabled(const fc_cuda_ctx *ctx)`
+#[no_mangle]
+pub extern "C" fn fc_ctx_pdl_enabled(h: *const fc_cuda_ctx) -> c_int {
+    value(-1, || Ok(c_int::from(ctx(h)?.pdl_enabled())))
+}
+
+/// `int fc_device_supports_pdl(int device)`
+#[no_mangle]
+pub extern "C" fn fc_device_supports_pdl(device: c_int) -> c_int {
+    value(-1, || Ok(c_int::from(::fc_graph::launch::supports_pdl(&::fc_graph::Device::get(ordinal(device)?)?)?)))
+}

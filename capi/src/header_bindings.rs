@@ -19,6 +19,8 @@ pub const FC_ERR_WRONG_CONTEXT: u32 = 13;
 pub const FC_CAPTURE_MODE_GLOBAL: u32 = 0;
 pub const FC_CAPTURE_MODE_THREAD_LOCAL: u32 = 1;
 pub const FC_CAPTURE_MODE_RELAXED: u32 = 2;
+pub const FC_LAUNCH_PDL: u32 = 1;
+pub const FC_LAUNCH_PLAIN: u32 = 2;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct fc_cuda_ctx {
@@ -180,6 +182,34 @@ unsafe extern "C" {
         shared_mem_bytes: ::std::os::raw::c_uint,
         args: *mut *mut ::std::os::raw::c_void,
         nargs: usize,
+    ) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
+    pub fn fc_ctx_set_pdl(ctx: *mut fc_cuda_ctx, enabled: ::std::os::raw::c_int) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
+    pub fn fc_ctx_pdl_enabled(ctx: *const fc_cuda_ctx) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
+    pub fn fc_device_supports_pdl(device: ::std::os::raw::c_int) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
+    pub fn fc_kernel_set_pdl(kernel: *mut fc_kernel, enabled: ::std::os::raw::c_int) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
+    pub fn fc_kernel_launch_ex_ctx(
+        ctx: *mut fc_cuda_ctx,
+        kernel: *const fc_kernel,
+        grid_x: ::std::os::raw::c_uint,
+        grid_y: ::std::os::raw::c_uint,
+        grid_z: ::std::os::raw::c_uint,
+        block_x: ::std::os::raw::c_uint,
+        block_y: ::std::os::raw::c_uint,
+        block_z: ::std::os::raw::c_uint,
+        shared_mem_bytes: ::std::os::raw::c_uint,
+        args: *mut *mut ::std::os::raw::c_void,
+        nargs: usize,
+        flags: ::std::os::raw::c_uint,
     ) -> ::std::os::raw::c_int;
 }
 unsafe extern "C" {

@@ -2,7 +2,9 @@
 
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_uint, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
 
+use ::fc_graph::launch::LaunchOptions;
 use ::fc_graph::module::{Kernel, LaunchConfig, Module};
 use ::fc_graph::{Error, Result};
 
@@ -12,7 +14,22 @@ use super::header::{fc_cuda_ctx, fc_kernel, fc_module};
 use super::{handle_or_null, release, status, value};
 
 handle_kind!(Module => fc_module, "fc_module");
-handle_kind!(Kernel => fc_kernel, "fc_kernel");
+handle_kind!(CKernel => fc_kernel, "fc_kernel");
+
+/// What an `fc_kernel *` stands for: the kernel and its PDL opt-in (a
+/// setting of the handle, changed by `fc_kernel_set_pdl`).
+pub(crate) struct CKernel {
+    kernel: Kernel,
+    pdl: AtomicBool,
+}
+
+fn kernel(k: *const fc_kernel) -> Result<std::sync::Arc<CKernel>> {
+    handles::get::<CKernel>(k, "kernel")
+}
+
+/// Launch flags of `fc_kernel_launch_ex_ctx`.
+const FLAG_PDL: c_uint = super::header::FC_LAUNCH_PDL;
+const FLAG_PLAIN: c_uint = super::header::FC_LAUNCH_PLAIN;
 
 /// Reads a NUL-terminated string argument.
 ///
@@ -56,20 +73,29 @@ pub unsafe extern "C" fn fc_module_get_kernel(module: *const fc_module, name: *c
         let m = handles::get::<Module>(module, "module")?;
         // SAFETY: per this function's contract.
         let name = unsafe { c_str(name, "name") }?;
-        handles::insert(m.kernel(name)?)
+        handles::insert(CKernel { kernel: m.kernel(name)?, pdl: AtomicBool::new(false) })
     })
 }
 
 /// `void fc_kernel_free(fc_kernel *kernel)`
 #[no_mangle]
 pub extern "C" fn fc_kernel_free(kernel: *mut fc_kernel) {
-    release(kernel, |k| handles::remove::<Kernel>(k, "kernel").map(drop))
+    release(kernel, |k| handles::remove::<CKernel>(k, "kernel").map(drop))
 }
 
 /// `int fc_kernel_param_count(const fc_kernel *kernel)`
 #[no_mangle]
 pub extern "C" fn fc_kernel_param_count(kernel: *const fc_kernel) -> c_int {
-    value(-1, || Ok(c_int::try_from(handles::get::<Kernel>(kernel, "kernel")?.params().len()).unwrap_or(c_int::MAX)))
+    value(-1, || Ok(c_int::try_from(self::kernel(kernel)?.kernel.params().len()).unwrap_or(c_int::MAX)))
+}
+
+/// `int fc_kernel_set_pdl(fc_kernel *kernel, int enabled)`
+#[no_mangle]
+pub extern "C" fn fc_kernel_set_pdl(k: *mut fc_kernel, enabled: c_int) -> c_int {
+    status(|| {
+        kernel(k)?.pdl.store(enabled != 0, Ordering::Relaxed);
+        Ok(())
+    })
 }
 
 /// `int fc_kernel_launch_ctx(...)`: see the header.
@@ -81,7 +107,7 @@ pub extern "C" fn fc_kernel_param_count(kernel: *const fc_kernel) -> c_int {
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn fc_kernel_launch_ctx(
     c: *mut fc_cuda_ctx,
-    kernel: *const fc_kernel,
+    k: *const fc_kernel,
     grid_x: c_uint,
     grid_y: c_uint,
     grid_z: c_uint,
@@ -92,8 +118,55 @@ pub unsafe extern "C" fn fc_kernel_launch_ctx(
     args: *mut *mut c_void,
     nargs: usize,
 ) -> c_int {
+    // SAFETY: forwarded contract; flags 0 = the kernel's own setting.
+    unsafe {
+        fc_kernel_launch_ex_ctx(
+            c,
+            k,
+            grid_x,
+            grid_y,
+            grid_z,
+            block_x,
+            block_y,
+            block_z,
+            shared_mem_bytes,
+            args,
+            nargs,
+            0,
+        )
+    }
+}
+
+/// `int fc_kernel_launch_ex_ctx(..., unsigned flags)`: see the header.
+///
+/// # Safety
+/// `args` is NULL or holds `nargs` pointers, each to a value of its
+/// parameter's size.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn fc_kernel_launch_ex_ctx(
+    c: *mut fc_cuda_ctx,
+    k: *const fc_kernel,
+    grid_x: c_uint,
+    grid_y: c_uint,
+    grid_z: c_uint,
+    block_x: c_uint,
+    block_y: c_uint,
+    block_z: c_uint,
+    shared_mem_bytes: c_uint,
+    args: *mut *mut c_void,
+    nargs: usize,
+    flags: c_uint,
+) -> c_int {
     status(|| {
-        let (c, k) = (ctx(c)?, handles::get::<Kernel>(kernel, "kernel")?);
+        let (c, ck) = (ctx(c)?, kernel(k)?);
+        let k = &ck.kernel;
+        let opts = match flags {
+            0 => LaunchOptions { pdl: ck.pdl.load(Ordering::Relaxed) },
+            FLAG_PDL => LaunchOptions::PDL,
+            FLAG_PLAIN => LaunchOptions::PLAIN,
+            other => return Err(Error::invalid(format!("unknown launch flags {other:#x}"))),
+        };
         let want = k.params().len();
         if nargs != want {
             return Err(Error::invalid(format!("{}: {nargs} arguments given, the kernel takes {want}", k.name())));
@@ -112,6 +185,6 @@ pub unsafe extern "C" fn fc_kernel_launch_ctx(
         }
         let cfg = LaunchConfig { grid: (grid_x, grid_y, grid_z), block: (block_x, block_y, block_z), shared_mem_bytes };
         // SAFETY: count and non-null entries checked; sizes per the contract.
-        unsafe { k.launch_raw_on(&c, cfg, args) }
+        unsafe { k.launch_raw_with(&c, cfg, args, opts) }
     })
 }

@@ -13,7 +13,7 @@
 //! capture state and capture pool).
 
 use std::os::raw::c_void;
-use std::sync::atomic::AtomicPtr;
+use std::sync::atomic::{AtomicBool, AtomicPtr};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use cuda_sys::*;
@@ -100,6 +100,9 @@ pub(crate) struct ContextInner {
     /// The live value of the held-capture break function running now (what
     /// a pass-through break inside it receives).
     pub(crate) running_live: AtomicPtr<c_void>,
+    /// The context's programmatic-dependent-launch switch (see
+    /// [`Context::set_pdl`]); on by default.
+    pub(crate) pdl_switch: AtomicBool,
 }
 
 // SAFETY: CUcontext and CUstream are driver handles that the driver allows
@@ -189,6 +192,7 @@ impl Context {
                 held: Mutex::new(None),
                 capture_live: AtomicPtr::new(std::ptr::null_mut()),
                 running_live: AtomicPtr::new(std::ptr::null_mut()),
+                pdl_switch: AtomicBool::new(true),
             }),
         })
     }

@@ -36,12 +36,12 @@
 //! launch uses PDL, exactly the behaviour before PDL existed.
 
 use std::os::raw::c_void;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::atomic::Ordering;
+use std::sync::OnceLock;
 
 use cuda_sys::*;
 
-use crate::context::{lock, Context, ContextInner};
+use crate::context::Context;
 use crate::device::Device;
 use crate::driver::{check, driver};
 use crate::error::Result;
@@ -118,53 +118,13 @@ pub(crate) fn pdl_allowed_on(device: &Device) -> bool {
 // The per-context switch
 // ---------------------------------------------------------------------------
 
-/// The set of objects whose switch is off, held by weak references so an
-/// address is never reused while listed (the allocation outlives its
-/// contents as long as a `Weak` points at it). Lookups skip the lock while
-/// the set is empty, which is every launch unless someone turned PDL off.
-struct OffSet<T> {
-    off: Mutex<Vec<Weak<T>>>,
-    len: AtomicUsize,
-}
-
-impl<T> OffSet<T> {
-    const fn new() -> Self {
-        OffSet { off: Mutex::new(Vec::new()), len: AtomicUsize::new(0) }
-    }
-
-    /// Whether `x`'s switch is on (not in the set).
-    fn is_on(&self, x: &Arc<T>) -> bool {
-        if self.len.load(Ordering::Acquire) == 0 {
-            return true;
-        }
-        let me = Arc::as_ptr(x);
-        !lock(&self.off).iter().any(|w| w.as_ptr() == me)
-    }
-
-    /// Sets `x`'s switch; forgets entries whose object is gone.
-    fn set(&self, x: &Arc<T>, on: bool) {
-        let me = Arc::as_ptr(x);
-        let mut off = lock(&self.off);
-        off.retain(|w| w.strong_count() > 0 && w.as_ptr() != me);
-        if !on {
-            off.push(Arc::downgrade(x));
-        }
-        self.len.store(off.len(), Ordering::Release);
-    }
-}
-
-/// Contexts whose PDL switch is off. A side table keyed by the context's
-/// shared state: the switch belongs to every clone of a context and dies
-/// with it.
-static CONTEXTS_OFF: OffSet<ContextInner> = OffSet::new();
-
 impl Context {
     /// Turns programmatic dependent launch on (the default) or off for
     /// every launch on this context and its clones: built-in kernels, and
     /// user kernels that opted in. Launches already queued or captured keep
     /// what they were launched with. See the [`crate::launch`] module.
     pub fn set_pdl(&self, on: bool) {
-        CONTEXTS_OFF.set(&self.inner, on);
+        self.inner.pdl_switch.store(on, Ordering::Relaxed);
     }
 
     /// Whether built-in kernels launched on this context now use PDL: the
@@ -180,7 +140,7 @@ impl Context {
 
     /// This context's switch (on unless [`Context::set_pdl`] turned it off).
     pub(crate) fn pdl_switch_on(&self) -> bool {
-        CONTEXTS_OFF.is_on(&self.inner)
+        self.inner.pdl_switch.load(Ordering::Relaxed)
     }
 }
 
@@ -291,28 +251,5 @@ mod tests {
     #[test]
     fn launch_options_default_to_plain() {
         assert_eq!(LaunchOptions::default(), LaunchOptions::PLAIN);
-    }
-
-    #[test]
-    fn off_set_switches_per_object_and_forgets_dropped_ones() {
-        let set: OffSet<u32> = OffSet::new();
-        let (a, b) = (Arc::new(1u32), Arc::new(2u32));
-        let a2 = a.clone();
-        assert!(set.is_on(&a) && set.is_on(&b));
-        set.set(&a, false);
-        assert!(!set.is_on(&a) && !set.is_on(&a2), "clones share the switch");
-        assert!(set.is_on(&b));
-        set.set(&a, false);
-        assert_eq!(lock(&set.off).len(), 1, "turning off twice lists once");
-        set.set(&a2, true);
-        assert!(set.is_on(&a));
-        assert_eq!(set.len.load(Ordering::Acquire), 0);
-
-        set.set(&b, false);
-        drop(b);
-        let c = Arc::new(3u32);
-        set.set(&c, true);
-        assert_eq!(lock(&set.off).len(), 0, "the dropped object's entry is gone");
-        assert!(set.is_on(&c));
     }
 }

@@ -252,6 +252,39 @@ int fc_kernel_launch_ctx(fc_cuda_ctx *ctx, const fc_kernel *kernel,
                          unsigned block_x, unsigned block_y, unsigned block_z,
                          unsigned shared_mem_bytes, void **args, size_t nargs);
 
+/* ---- programmatic dependent launch (PDL) ----------------------------------
+ * On Hopper and newer GPUs (compute capability 9.0+) with a CUDA 12.3+
+ * driver, a kernel launched with PDL may start while the kernel before it
+ * on the stream finishes, and captures keep these programmatic edges: a
+ * replayed chain of small kernels runs about 1.25x faster. The built-in
+ * kernels use it automatically (they wait for their predecessor before
+ * touching memory, so it is always safe for them). A user kernel must opt
+ * in, because only its author knows that it executes
+ * `griddepcontrol.wait` before touching memory the previous kernel reads
+ * or writes (a kernel that does not would race). Turn PDL off per context
+ * with fc_ctx_set_pdl(ctx, 0), or for the process with FC_PDL=0 in the
+ * environment (read once). */
+/* Launch flags of fc_kernel_launch_ex_ctx: 0 uses the kernel's setting. */
+#define FC_LAUNCH_PDL 1u   /* this launch with PDL (where allowed)  */
+#define FC_LAUNCH_PLAIN 2u /* this launch without PDL               */
+/* Turns PDL on (default) or off for every launch on ctx: built-ins and
+ * opted-in user kernels. Launches already queued or captured keep theirs. */
+int fc_ctx_set_pdl(fc_cuda_ctx *ctx, int enabled);
+/* 1 when built-in kernels launched on ctx use PDL, 0 when not, -1 for a
+ * bad handle. */
+int fc_ctx_pdl_enabled(const fc_cuda_ctx *ctx);
+/* 1 when the device and driver support PDL, 0 when not, -1 on error. */
+int fc_device_supports_pdl(int device);
+/* Opts this kernel handle in to PDL (enabled != 0) or out (the default):
+ * its fc_kernel_launch_ctx launches then use PDL where allowed. */
+int fc_kernel_set_pdl(fc_kernel *kernel, int enabled);
+/* fc_kernel_launch_ctx with per-launch flags (0, FC_LAUNCH_PDL or
+ * FC_LAUNCH_PLAIN; anything else is FC_ERR_INVALID_ARGUMENT). */
+int fc_kernel_launch_ex_ctx(fc_cuda_ctx *ctx, const fc_kernel *kernel,
+                            unsigned grid_x, unsigned grid_y, unsigned grid_z,
+                            unsigned block_x, unsigned block_y, unsigned block_z,
+                            unsigned shared_mem_bytes, void **args, size_t nargs, unsigned flags);
+
 /* ---- graph capture ------------------------------------------------------
  * begin opens a capture on the context's stream (THREAD_LOCAL mode unless
  * a mode is given); a second begin on a capturing context is refused with
