@@ -52,14 +52,20 @@ impl GraphExec {
     /// Updates this executable graph in place from `graph` (same topology,
     /// new parameters). `Ok(true)`: done, and the executable adopts `graph`
     /// as its source (the old one is destroyed). `Ok(false)`: the driver
-    /// cannot (topology changed, or a driver older than CUDA 12.0 lacks
-    /// `cuGraphExecUpdate`) and the caller still owns `graph`, as on error.
+    /// cannot (a different node count, a topology the driver refuses, or a
+    /// driver older than CUDA 12.0 without `cuGraphExecUpdate`) and the
+    /// caller still owns `graph`, as on error. The node counts are compared
+    /// first, so a plainly different graph costs no failing driver call.
+    /// One context binding covers the update and the old source's destroy.
     pub(crate) fn update_from(&mut self, graph: CUgraph) -> Result<bool> {
-        let exec = self.exec;
+        let (exec, old_source) = (self.exec, self.source);
         let updated = shielded(self.ctx.raw_ctx(), |d| {
             let Some(update) = d.cuGraphExecUpdate else {
                 return Ok(false);
             };
+            if node_count(d, old_source)? != node_count(d, graph)? {
+                return Ok(false);
+            }
             let mut info = CUgraphExecUpdateResultInfo {
                 result: CU_GRAPH_EXEC_UPDATE_SUCCESS,
                 errorNode: std::ptr::null_mut(),
@@ -70,10 +76,14 @@ impl GraphExec {
             if res == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE {
                 return Ok(false);
             }
-            check("cuGraphExecUpdate", res).map(|()| true)
+            check("cuGraphExecUpdate", res)?;
+            // SAFETY: the replaced source graph, ours, destroyed once; the
+            // executable no longer needs it.
+            unsafe { (d.cuGraphDestroy)(old_source) };
+            Ok(true)
         })?;
         if updated {
-            destroy_graph(self.ctx.raw_ctx(), std::mem::replace(&mut self.source, graph));
+            self.source = graph;
         }
         Ok(updated)
     }
@@ -99,6 +109,14 @@ impl Drop for GraphExec {
         destroy_graph(self.ctx.raw_ctx(), self.source);
         // `self.ctx` is released after this, by the field drop.
     }
+}
+
+/// Nodes in a graph.
+pub(crate) fn node_count(d: &Driver, graph: CUgraph) -> Result<usize> {
+    let mut n = 0usize;
+    // SAFETY: a live graph; a null node array asks for the count only.
+    check("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(graph, std::ptr::null_mut(), &mut n) })?;
+    Ok(n)
 }
 
 /// Destroys a graph we own (errors are ignored: nothing to do about them).
