@@ -237,6 +237,7 @@ pub mod device;
 pub mod driver;
 pub mod error;
 pub mod event;
+pub mod features;
 pub mod graph;
 pub mod held;
 pub mod launch;
