@@ -50,11 +50,10 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use fc_bench::stats::{build_kind, percentile, row_json, us_since, Summary, IMPL};
+use fc_bench::steps::{run_steps, StepOutput, StepsConfig};
 use fc_graph::{CaptureMode, Context, Device, DeviceBuffer, Error, Graph, Result, UpdateReport};
 
-mod steps;
-
-const IMPL: &str = "fc";
 const MULTI_GPU_KERNELS: usize = 26;
 
 /// Breakable-replay rows: `BREAKS` breaks split the chain into
@@ -178,7 +177,14 @@ fn main() -> ExitCode {
 
 fn run(args: &Args) -> Result<()> {
     if args.steps {
-        return steps::bench_steps(args.device, args.n);
+        return run_steps(&StepsConfig::full(args.device, args.n), &mut |o| match o {
+            StepOutput::Row(r) => {
+                println!("{}", r.json());
+                log_row(&r.row_name(), r.kernels, &r.summary);
+            }
+            StepOutput::Probe(p) => println!("{}", p.json()),
+            StepOutput::Pdl(_) => {}
+        });
     }
     let count = Device::count()?;
     let dev = Device::get(args.device)?;
@@ -292,22 +298,6 @@ impl Chain {
 // ---------------------------------------------------------------------------
 // statistics and output
 
-/// Linear interpolation between closest ranks (numpy's default); `v` sorted.
-/// Same definition in raw_bench.c and torch_bench.py.
-fn percentile(v: &[f64], q: f64) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    let pos = q * (v.len() - 1) as f64;
-    let lo = pos.floor() as usize;
-    let hi = (lo + 1).min(v.len() - 1);
-    v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
-}
-
-fn emit_row(row: &str, kernels: usize, us: &mut [f64]) {
-    emit_row_with(row, kernels, us, "");
-}
-
 /// How the single-device rows run: the library's default (PDL where the
 /// device allows it) or with PDL turned off on the context.
 #[derive(Debug, Clone, Copy)]
@@ -357,32 +347,24 @@ fn in_both_modes(c: &Chain, k: usize, rows: &[&str], mut f: impl FnMut(Mode) -> 
 /// Sorts `us`, prints its row with `extra` (`,"key":value...`) appended to
 /// the JSON object, and returns the median.
 fn emit_row_with(row: &str, kernels: usize, us: &mut [f64], extra: &str) -> f64 {
-    us.sort_by(f64::total_cmp);
-    let (med, p10, p90) = (percentile(us, 0.5), percentile(us, 0.1), percentile(us, 0.9));
-    print_row(row, kernels, med, p10, p90, us.len(), extra);
-    med
+    let s = Summary::of(us);
+    println!("{}", row_json(row, kernels, &s, extra));
+    log_row(row, kernels, &s);
+    s.median
 }
 
-fn build_kind() -> &'static str {
-    if cfg!(debug_assertions) {
-        "debug"
-    } else {
-        "release"
-    }
-}
-
-/// One JSON row of the common schema, `extra` appended before the closing brace.
+/// One JSON row of the common schema on stdout, `extra` appended before
+/// the closing brace, and its human line on stderr.
 fn print_row(row: &str, kernels: usize, med: f64, p10: f64, p90: f64, n: usize, extra: &str) {
-    println!(
-        "{{\"impl\":\"{IMPL}\",\"row\":\"{row}\",\"kernels\":{kernels},\"median_us\":{med:.3},\"p10_us\":{p10:.3},\"p90_us\":{p90:.3},\"n\":{n},\"build\":\"{}\"{extra}}}",
-        build_kind(),
-    );
-    eprintln!("[fc] {row:<26} K={kernels:<5} median {med:10.3} us  (p10 {p10:10.3}, p90 {p90:10.3}, n={n})");
+    let s = Summary { median: med, p10, p90, n };
+    println!("{}", row_json(row, kernels, &s, extra));
+    log_row(row, kernels, &s);
 }
 
-#[inline]
-fn us_since(t0: Instant, t1: Instant) -> f64 {
-    t1.duration_since(t0).as_nanos() as f64 / 1e3
+/// The human line of a row, on stderr.
+fn log_row(row: &str, kernels: usize, s: &Summary) {
+    let Summary { median, p10, p90, n } = *s;
+    eprintln!("[fc] {row:<26} K={kernels:<5} median {median:10.3} us  (p10 {p10:10.3}, p90 {p90:10.3}, n={n})");
 }
 
 // ---------------------------------------------------------------------------

@@ -1,9 +1,14 @@
-//! `fc-bench --steps`: where fc-graph's time goes. Times each step of the
-//! library's launch, capture and replay paths next to the bare driver call
-//! it wraps, in the same process on the same stream, alternating, so the
-//! difference is the library's own cost. Where the library launches its
-//! built-ins with programmatic dependent launch (PDL), the bare calls do too
-//! (`cuLaunchKernelEx` with the same attribute, on the same sm_90 PTX).
+//! Where fc-graph's time goes (`fc-bench --steps`, `fcgraph bench`):
+//! times each step of the library's launch, capture and replay paths next
+//! to the bare driver call it wraps, in the same process on the same
+//! stream, alternating, so the difference is the library's own cost. Where
+//! the library launches its built-ins with programmatic dependent launch
+//! (PDL), the bare calls do too (`cuLaunchKernelEx` with the same
+//! attribute, on the same sm_90 PTX).
+//!
+//! [`run_steps`] hands each finished row to a callback; `fc-bench` prints
+//! them as JSON rows (`step_<step>_<fc|bare|...>`), `fcgraph bench` as a
+//! table.
 
 use std::os::raw::c_void;
 use std::time::Instant;
@@ -11,7 +16,158 @@ use std::time::Instant;
 use cuda_sys::*;
 use fc_graph::{CaptureMode, Context, DeviceBuffer, Graph, Module, Result};
 
-use crate::{emit_row, us_since};
+use crate::stats::{row_json, us_since, Summary, IMPL};
+
+/// What to measure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepsConfig {
+    /// The device to measure on.
+    pub device: usize,
+    /// Elements per buffer (f32).
+    pub n: usize,
+    /// Chain lengths K, each with its number of timed iterations per row.
+    pub chains: Vec<(usize, usize)>,
+    /// Samples of each single driver call (`ctx_get_current`,
+    /// `capture_mode_exchange_pair`).
+    pub single_call_samples: usize,
+    /// Also probe which hot-path calls work with no context current.
+    pub probe_without_context: bool,
+}
+
+impl StepsConfig {
+    /// `fc-bench --steps`: K = 26 (100 iterations) and 2600 (20), 2000
+    /// samples of each single call, and the no-context probe.
+    pub fn full(device: usize, n: usize) -> StepsConfig {
+        StepsConfig {
+            device,
+            n,
+            chains: vec![(26, 100), (2600, 20)],
+            single_call_samples: 2000,
+            probe_without_context: true,
+        }
+    }
+
+    /// About a second: K = 26 only, 40 iterations, 500 single-call samples.
+    pub fn quick(device: usize, n: usize) -> StepsConfig {
+        StepsConfig { device, n, chains: vec![(26, 40)], single_call_samples: 500, probe_without_context: false }
+    }
+}
+
+/// Which implementation a row timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    /// fc-graph's call.
+    Fc,
+    /// The bare driver call(s) fc-graph's call wraps.
+    Bare,
+    /// The bare call between two capture-mode exchanges (what the shield adds).
+    BareWithExchange,
+    /// A single driver call with no fc-graph counterpart.
+    BareOnly,
+}
+
+impl Variant {
+    /// The suffix of the row name (`_fc`, `_bare`, ...; none for [`Variant::BareOnly`]).
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Variant::Fc => "_fc",
+            Variant::Bare => "_bare",
+            Variant::BareWithExchange => "_bare_with_exchange",
+            Variant::BareOnly => "",
+        }
+    }
+}
+
+/// One measured row: microseconds per sample.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepRow {
+    /// The step, e.g. `eager_per_kernel` (see [`step_label`]).
+    pub step: &'static str,
+    /// Library or bare driver calls.
+    pub variant: Variant,
+    /// Chain length K (1 for single calls).
+    pub kernels: usize,
+    /// The samples' statistics, in microseconds.
+    pub summary: Summary,
+}
+
+impl StepRow {
+    /// The row name of the JSON schema: `step_<step><suffix>`.
+    pub fn row_name(&self) -> String {
+        format!("step_{}{}", self.step, self.variant.suffix())
+    }
+
+    /// The row as one JSON object (the schema `bench/report.py` reads).
+    pub fn json(&self) -> String {
+        row_json(&self.row_name(), self.kernels, &self.summary, "")
+    }
+}
+
+/// Result codes of the hot-path calls made with no context current on the
+/// thread (0 = success; -1 = not attempted because an earlier call failed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoContextProbe {
+    /// `cuLaunchKernel`.
+    pub launch: CUresult,
+    /// `cuStreamBeginCapture`.
+    pub begin_capture: CUresult,
+    /// `cuLaunchKernel` into the capture.
+    pub launch_captured: CUresult,
+    /// `cuStreamEndCapture`.
+    pub end_capture: CUresult,
+    /// `cuGraphInstantiateWithFlags`.
+    pub instantiate: i64,
+    /// `cuGraphLaunch`.
+    pub graph_launch: i64,
+    /// `cuStreamSynchronize`.
+    pub sync: CUresult,
+    /// Whether the rig's bare launches used PDL.
+    pub pdl: bool,
+}
+
+impl NoContextProbe {
+    /// The probe as its JSON row (`probe_no_current_context`).
+    pub fn json(&self) -> String {
+        format!(
+            "{{\"impl\":\"{IMPL}\",\"row\":\"probe_no_current_context\",\"kernels\":0,\"median_us\":null,\"rc_launch\":{},\"rc_begin_capture\":{},\"rc_launch_captured\":{},\"rc_end_capture\":{},\"rc_instantiate\":{},\"rc_graph_launch\":{},\"rc_sync\":{},\"pdl\":{}}}",
+            self.launch,
+            self.begin_capture,
+            self.launch_captured,
+            self.end_capture,
+            self.instantiate,
+            self.graph_launch,
+            self.sync,
+            self.pdl
+        )
+    }
+}
+
+/// What [`run_steps`] hands its callback, in measurement order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepOutput {
+    /// First: whether the built-ins (and so the bare launches) use
+    /// programmatic dependent launch on this device.
+    Pdl(bool),
+    /// A finished row.
+    Row(StepRow),
+    /// The no-context probe's result.
+    Probe(NoContextProbe),
+}
+
+/// A one-line description of each step, for tables.
+pub fn step_label(step: &str) -> &'static str {
+    match step {
+        "ctx_get_current" => "cuCtxGetCurrent (the context check before each call)",
+        "capture_mode_exchange_pair" => "two cuThreadExchangeStreamCaptureMode (the shield)",
+        "eager_per_kernel" => "eager kernel launch, per kernel",
+        "capture_begin" => "capture begin",
+        "capture_per_kernel" => "kernel launch while capturing, per kernel",
+        "capture_end_instantiate" => "capture end + instantiate",
+        "capture_launch_sync_destroy" => "capture + instantiate + launch + sync + destroy",
+        "graph_launch" => "graph launch (host side)",
+        _ => "",
+    }
+}
 
 /// One timed sample per call of `f`, in microseconds.
 fn sample(iters: usize, mut f: impl FnMut() -> Result<()>) -> Result<Vec<f64>> {
@@ -26,10 +182,13 @@ fn sample(iters: usize, mut f: impl FnMut() -> Result<()>) -> Result<Vec<f64>> {
 
 fn ok(call: &'static str, rc: CUresult) -> Result<()> {
     if rc == CUDA_SUCCESS {
-        Ok(())
-    } else {
-        Err(fc_graph::Error::Cuda { call, code: rc, name: format!("{rc}"), description: String::new() })
+        return Ok(());
     }
+    let (name, description) = match fc_graph::driver() {
+        Ok(d) => (d.error_name(rc), d.error_string(rc)),
+        Err(_) => (format!("CUDA_ERROR_{rc}"), String::new()),
+    };
+    Err(fc_graph::Error::Cuda { call, code: rc, name, description })
 }
 
 struct Rig {
@@ -127,8 +286,20 @@ impl Rig {
     }
 }
 
-/// Emits the `step_*` rows.
-pub fn bench_steps(device: usize, n: usize) -> Result<()> {
+/// Emits one row.
+fn emit(out: &mut dyn FnMut(StepOutput), step: &'static str, variant: Variant, kernels: usize, samples: &mut [f64]) {
+    out(StepOutput::Row(StepRow { step, variant, kernels, summary: Summary::of(samples) }));
+}
+
+/// Measures every step as `cfg` says, handing each row to `out` as soon as
+/// it is measured.
+pub fn run_steps(cfg: &StepsConfig, out: &mut dyn FnMut(StepOutput)) -> Result<()> {
+    let (device, n) = (cfg.device, cfg.n);
+    if n == 0 || cfg.chains.iter().any(|&(k, iters)| k == 0 || iters == 0) || cfg.single_call_samples == 0 {
+        return Err(fc_graph::Error::invalid(
+            "steps: n, every K, every iteration count and the sample count must be positive",
+        ));
+    }
     let d = fc_graph::driver()?;
     let ctx = Context::new(device)?;
     let pdl = ctx.pdl_enabled();
@@ -146,27 +317,29 @@ pub fn bench_steps(device: usize, n: usize) -> Result<()> {
         ctx,
     };
     let stream = rig.ctx.raw_stream();
+    out(StepOutput::Pdl(rig.pdl));
     rig.fc_chain(26)?; // loads the built-ins, binds the context to this thread
     rig.ctx.synchronize()?;
 
     // Single driver calls the library adds around the work.
     let mut cur: CUcontext = std::ptr::null_mut();
     // SAFETY: valid out-pointer.
-    let mut v = sample(2000, || ok("cuCtxGetCurrent", unsafe { (d.cuCtxGetCurrent)(&mut cur) }))?;
-    emit_row("step_ctx_get_current", 1, &mut v);
-    let mut v = sample(2000, || {
+    let mut v = sample(cfg.single_call_samples, || ok("cuCtxGetCurrent", unsafe { (d.cuCtxGetCurrent)(&mut cur) }))?;
+    emit(out, "ctx_get_current", Variant::BareOnly, 1, &mut v);
+    let mut v = sample(cfg.single_call_samples, || {
         let mut m = CU_STREAM_CAPTURE_MODE_RELAXED;
         // SAFETY: valid in/out pointer; the second call restores the mode.
         ok("exchange", unsafe { (d.cuThreadExchangeStreamCaptureMode)(&mut m) })?;
         // SAFETY: as above.
         ok("exchange", unsafe { (d.cuThreadExchangeStreamCaptureMode)(&mut m) })
     })?;
-    emit_row("step_capture_mode_exchange_pair", 1, &mut v);
+    emit(out, "capture_mode_exchange_pair", Variant::BareOnly, 1, &mut v);
 
-    probe_without_current_context(d, &rig)?;
+    if cfg.probe_without_context {
+        out(StepOutput::Probe(probe_without_current_context(d, &rig)?));
+    }
 
-    for k in [26usize, 2600] {
-        let iters = if k > 260 { 20 } else { 100 };
+    for &(k, iters) in &cfg.chains {
         // Eager enqueue per kernel, alternating.
         let (mut fc, mut raw) = (Vec::new(), Vec::new());
         for _ in 0..iters {
@@ -179,8 +352,8 @@ pub fn bench_steps(device: usize, n: usize) -> Result<()> {
             raw.push(us_since(t0, Instant::now()) / k as f64);
             rig.ctx.synchronize()?;
         }
-        emit_row("step_eager_per_kernel_fc", k, &mut fc);
-        emit_row("step_eager_per_kernel_bare", k, &mut raw);
+        emit(out, "eager_per_kernel", Variant::Fc, k, &mut fc);
+        emit(out, "eager_per_kernel", Variant::Bare, k, &mut raw);
 
         // Capture: begin, the K enqueues, end + instantiate, each timed.
         let (mut fb, mut fl, mut fe, mut rb, mut rl, mut re) = (vec![], vec![], vec![], vec![], vec![], vec![]);
@@ -221,19 +394,21 @@ pub fn bench_steps(device: usize, n: usize) -> Result<()> {
             rl.push(us_since(t1, t2) / k as f64);
             re.push(us_since(t2, t3));
         }
-        emit_row("step_capture_begin_fc", k, &mut fb);
-        emit_row("step_capture_begin_bare", k, &mut rb);
-        emit_row("step_capture_per_kernel_fc", k, &mut fl);
-        emit_row("step_capture_per_kernel_bare", k, &mut rl);
-        emit_row("step_capture_end_instantiate_fc", k, &mut fe);
-        emit_row("step_capture_end_instantiate_bare", k, &mut re);
+        emit(out, "capture_begin", Variant::Fc, k, &mut fb);
+        emit(out, "capture_begin", Variant::Bare, k, &mut rb);
+        emit(out, "capture_per_kernel", Variant::Fc, k, &mut fl);
+        emit(out, "capture_per_kernel", Variant::Bare, k, &mut rl);
+        emit(out, "capture_end_instantiate", Variant::Fc, k, &mut fe);
+        emit(out, "capture_end_instantiate", Variant::Bare, k, &mut re);
 
         // Graph launch (host), the library's graph, alternating with a bare
         // cuGraphLaunch of the very same executable.
         let cap = rig.ctx.begin_capture(CaptureMode::ThreadLocal)?;
         rig.fc_chain(k)?;
         let g = cap.end()?;
-        let exec = g.raw_execs()[0];
+        let Some(&exec) = g.raw_execs().first() else {
+            return Err(fc_graph::Error::invalid(format!("the capture of {k} kernels recorded no executable graph")));
+        };
         let (mut fc, mut raw, mut shielded) = (vec![], vec![], vec![]);
         for _ in 0..iters {
             let t0 = Instant::now();
@@ -286,12 +461,12 @@ pub fn bench_steps(device: usize, n: usize) -> Result<()> {
             }
             bare_cycle.push(us_since(t0, Instant::now()));
         }
-        emit_row("step_capture_launch_sync_destroy_fc", k, &mut fc_cycle);
-        emit_row("step_capture_launch_sync_destroy_bare", k, &mut bare_cycle);
+        emit(out, "capture_launch_sync_destroy", Variant::Fc, k, &mut fc_cycle);
+        emit(out, "capture_launch_sync_destroy", Variant::Bare, k, &mut bare_cycle);
 
-        emit_row("step_graph_launch_fc", k, &mut fc);
-        emit_row("step_graph_launch_bare", k, &mut raw);
-        emit_row("step_graph_launch_bare_with_exchange", k, &mut shielded);
+        emit(out, "graph_launch", Variant::Fc, k, &mut fc);
+        emit(out, "graph_launch", Variant::Bare, k, &mut raw);
+        emit(out, "graph_launch", Variant::BareWithExchange, k, &mut shielded);
     }
     Ok(())
 }
@@ -299,7 +474,7 @@ pub fn bench_steps(device: usize, n: usize) -> Result<()> {
 /// Which of the calls on the hot paths work with no context current on the
 /// calling thread (the driver takes the context from the stream or handle):
 /// those need no per-call context binding.
-fn probe_without_current_context(d: &Driver, rig: &Rig) -> Result<()> {
+fn probe_without_current_context(d: &Driver, rig: &Rig) -> Result<NoContextProbe> {
     let stream = rig.ctx.raw_stream();
     let mut prev: CUcontext = std::ptr::null_mut();
     // SAFETY: valid out-pointer.
@@ -351,9 +526,14 @@ fn probe_without_current_context(d: &Driver, rig: &Rig) -> Result<()> {
             (d.cuGraphDestroy)(g);
         }
     }
-    println!(
-        "{{\"impl\":\"fc\",\"row\":\"probe_no_current_context\",\"kernels\":0,\"median_us\":null,\"rc_launch\":{rc_launch},\"rc_begin_capture\":{rc_begin},\"rc_launch_captured\":{rc_launch_captured},\"rc_end_capture\":{rc_end},\"rc_instantiate\":{rc_inst},\"rc_graph_launch\":{rc_graph_launch},\"rc_sync\":{rc_sync},\"pdl\":{}}}",
-        rig.pdl
-    );
-    Ok(())
+    Ok(NoContextProbe {
+        launch: rc_launch,
+        begin_capture: rc_begin,
+        launch_captured: rc_launch_captured,
+        end_capture: rc_end,
+        instantiate: rc_inst,
+        graph_launch: rc_graph_launch,
+        sync: rc_sync,
+        pdl: rig.pdl,
+    })
 }
