@@ -1,0 +1,341 @@
+//! `fcgraph info`: the library, the driver it loaded, each device, and
+//! which optional driver features are present.
+
+use cuda_sys::Driver;
+use fc_graph::features::{cuda_version_text, features_given_missing, Feature};
+use fc_graph::{Context, Device};
+use serde_json::json;
+
+use crate::format;
+use crate::locate::{self, Located};
+use crate::table::{Align, Table};
+
+/// One device's facts; each is the value or why it could not be read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceInfo {
+    /// The ordinal.
+    pub index: usize,
+    /// Marketing name.
+    pub name: Result<String, String>,
+    /// Compute capability (major, minor).
+    pub compute: Result<(i32, i32), String>,
+    /// Total memory in bytes.
+    pub total: Result<usize, String>,
+    /// Free memory in bytes (with our context open).
+    pub free: Result<usize, String>,
+    /// `GPU-...` UUID.
+    pub uuid: Result<String, String>,
+}
+
+impl DeviceInfo {
+    /// Reads device `index`'s facts; failures are kept per fact.
+    pub fn read(index: usize) -> DeviceInfo {
+        let err = |e: fc_graph::Error| e.to_string();
+        match Device::get(index) {
+            Err(e) => {
+                let e = err(e);
+                DeviceInfo {
+                    index,
+                    name: Err(e.clone()),
+                    compute: Err(e.clone()),
+                    total: Err(e.clone()),
+                    free: Err(e.clone()),
+                    uuid: Err(e),
+                }
+            }
+            Ok(d) => DeviceInfo {
+                index,
+                name: d.name().map_err(err),
+                compute: d.compute_capability().map_err(err),
+                total: d.total_memory().map_err(err),
+                free: Context::new(index).and_then(|c| c.mem_info()).map(|(free, _total)| free).map_err(err),
+                uuid: d.uuid().map_err(err),
+            },
+        }
+    }
+
+    /// Every fact that could not be read.
+    pub fn errors(&self) -> Vec<String> {
+        [
+            self.name.as_ref().err(),
+            self.compute.as_ref().err(),
+            self.total.as_ref().err(),
+            self.free.as_ref().err(),
+            self.uuid.as_ref().err(),
+        ]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect()
+    }
+}
+
+/// Everything `fcgraph info` reports.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Info {
+    /// fc-graph's version.
+    pub version: &'static str,
+    /// The running binary.
+    pub binary: Option<Located>,
+    /// An installed `libfcgraph.so.0` next to it.
+    pub library: Option<Located>,
+    /// The driver library name as opened (`libcuda.so.1` or `FC_CUDA_LIBRARY`).
+    pub driver_opened: String,
+    /// The file it resolved to.
+    pub driver_file: Option<Located>,
+    /// The driver's CUDA API version (e.g. 13000).
+    pub api_version: i32,
+    /// The NVIDIA kernel module's version.
+    pub kernel_module: Option<String>,
+    /// `CUDA_VISIBLE_DEVICES`, when set.
+    pub visible_devices: Option<String>,
+    /// The devices, or why they could not be counted.
+    pub devices: Result<Vec<DeviceInfo>, String>,
+    /// The optional driver features.
+    pub features: Vec<Feature>,
+}
+
+impl Info {
+    /// Reads everything from the loaded driver.
+    pub fn gather(d: &Driver) -> Info {
+        let binary = locate::binary();
+        Info {
+            version: fc_graph::VERSION,
+            library: binary.as_ref().and_then(|b| locate::installed_library(&b.path)),
+            binary,
+            driver_opened: d.library_path().to_string(),
+            driver_file: locate::driver_library(d),
+            api_version: d.driver_version(),
+            kernel_module: locate::kernel_module_version(),
+            visible_devices: std::env::var("CUDA_VISIBLE_DEVICES").ok(),
+            devices: Device::count().map(|n| (0..n).map(DeviceInfo::read).collect()).map_err(|e| e.to_string()),
+            features: features_given_missing(&d.missing_optional().iter().map(|f| f.name).collect::<Vec<_>>()),
+        }
+    }
+
+    /// Whether anything could not be read.
+    pub fn has_errors(&self) -> bool {
+        match &self.devices {
+            Ok(devs) => devs.iter().any(|d| !d.errors().is_empty()),
+            Err(_) => true,
+        }
+    }
+
+    /// The report for people.
+    pub fn text(&self) -> String {
+        let mut out = Vec::new();
+        out.push(format!("fc-graph {}", self.version));
+        if let Some(b) = &self.binary {
+            out.push(kv("fcgraph binary", &b.display()));
+        }
+        if let Some(l) = &self.library {
+            out.push(kv("libfcgraph.so.0", &format!("{} (installed next to this binary)", l.display())));
+        }
+        out.push(String::new());
+        out.push("CUDA driver".to_string());
+        let file = match &self.driver_file {
+            Some(f) if f.path.as_os_str() == self.driver_opened.as_str() => f.display(),
+            Some(f) => format!("{} = {}", self.driver_opened, f.display()),
+            None => self.driver_opened.clone(),
+        };
+        out.push(kv("library", &file));
+        out.push(kv("CUDA API version", &format!("{} ({})", cuda_version_text(self.api_version), self.api_version)));
+        if let Some(k) = &self.kernel_module {
+            out.push(kv("kernel module", k));
+        }
+        if let Some(v) = &self.visible_devices {
+            out.push(kv("CUDA_VISIBLE_DEVICES", v));
+        }
+        out.push(String::new());
+        match &self.devices {
+            Err(e) => out.push(format!("Devices: could not be counted: {e}")),
+            Ok(devs) if devs.is_empty() => out.push("Devices: none visible".to_string()),
+            Ok(devs) => {
+                out.push(format!("Devices: {}", devs.len()));
+                let mut t = Table::new(
+                    &["#", "name", "compute capability", "memory total", "memory free", "UUID"],
+                    &[Align::Right, Align::Left, Align::Left, Align::Right, Align::Right],
+                );
+                for dev in devs {
+                    t.row([
+                        dev.index.to_string(),
+                        cell(&dev.name, Clone::clone),
+                        cell(&dev.compute, |&(ma, mi)| format!("{ma}.{mi} (sm_{ma}{mi})")),
+                        cell(&dev.total, |&b| format::bytes(b)),
+                        cell(&dev.free, |&b| format::bytes(b)),
+                        cell(&dev.uuid, Clone::clone),
+                    ]);
+                }
+                out.push(t.render());
+                out.push(
+                    "(memory free: measured with a context open on the device, which itself takes some)".to_string(),
+                );
+            }
+        }
+        out.push(String::new());
+        let present = self.features.iter().filter(|f| f.present).count();
+        out.push(format!("Optional driver features: {present} of {} present", self.features.len()));
+        let mut t = Table::new(&["feature", "entry point", "needs", "present", "what fc-graph does with it"], &[]);
+        for f in &self.features {
+            t.row([
+                f.name.to_string(),
+                f.entry_point.to_string(),
+                format!("CUDA {}", f.since_cuda()),
+                if f.present { "yes" } else { "no" }.to_string(),
+                f.description.to_string(),
+            ]);
+        }
+        out.push(t.render());
+        out.join("\n")
+    }
+
+    /// The report as JSON objects, one per line: the library, the driver,
+    /// each device, each feature.
+    pub fn json_lines(&self) -> Vec<String> {
+        let path = |l: &Option<Located>| l.as_ref().map(|l| l.path.display().to_string());
+        let resolved =
+            |l: &Option<Located>| l.as_ref().and_then(|l| l.resolved.as_ref()).map(|r| r.display().to_string());
+        let mut lines = vec![
+            json!({"type": "fcgraph", "version": self.version, "binary": path(&self.binary),
+                   "libfcgraph": path(&self.library), "libfcgraph_resolved": resolved(&self.library)})
+            .to_string(),
+            json!({"type": "driver", "library": self.driver_opened, "file": path(&self.driver_file),
+                   "file_resolved": resolved(&self.driver_file), "cuda_api_version": self.api_version,
+                   "cuda_api": cuda_version_text(self.api_version), "kernel_module": self.kernel_module,
+                   "cuda_visible_devices": self.visible_devices})
+            .to_string(),
+        ];
+        match &self.devices {
+            Err(e) => lines.push(json!({"type": "devices", "error": e}).to_string()),
+            Ok(devs) => {
+                for dev in devs {
+                    lines.push(
+                        json!({"type": "device", "index": dev.index, "name": dev.name.as_ref().ok(),
+                               "compute_capability": dev.compute.as_ref().ok().map(|(a, b)| format!("{a}.{b}")),
+                               "memory_total_bytes": dev.total.as_ref().ok(), "memory_free_bytes": dev.free.as_ref().ok(),
+                               "uuid": dev.uuid.as_ref().ok(), "errors": dev.errors()})
+                        .to_string(),
+                    );
+                }
+            }
+        }
+        for f in &self.features {
+            lines.push(
+                json!({"type": "feature", "name": f.name, "entry_point": f.entry_point, "since_cuda": f.since_cuda(),
+                       "present": f.present, "description": f.description})
+                .to_string(),
+            );
+        }
+        lines
+    }
+}
+
+fn kv(label: &str, value: &str) -> String {
+    format!("  {label:<22}{value}")
+}
+
+fn cell<T>(r: &Result<T, String>, show: impl Fn(&T) -> String) -> String {
+    match r {
+        Ok(v) => show(v),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn sample() -> Info {
+        Info {
+            version: "0.1.0",
+            binary: Some(Located { path: PathBuf::from("/opt/fc/bin/fcgraph"), resolved: None }),
+            library: Some(Located {
+                path: PathBuf::from("/opt/fc/lib/libfcgraph.so.0"),
+                resolved: Some(PathBuf::from("/opt/fc/lib/libfcgraph.so.0.1.0")),
+            }),
+            driver_opened: "libcuda.so.1".into(),
+            driver_file: Some(Located {
+                path: PathBuf::from("/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
+                resolved: Some(PathBuf::from("/usr/lib/x86_64-linux-gnu/libcuda.so.580.65.06")),
+            }),
+            api_version: 13000,
+            kernel_module: Some("580.65.06".into()),
+            visible_devices: None,
+            devices: Ok(vec![
+                DeviceInfo {
+                    index: 0,
+                    name: Ok("NVIDIA H200".into()),
+                    compute: Ok((9, 0)),
+                    total: Ok(150_109_880_320),
+                    free: Ok(149_000_000_000),
+                    uuid: Ok("GPU-01234567-89ab-cdef-0123-456789abcdef".into()),
+                },
+                DeviceInfo {
+                    index: 1,
+                    name: Ok("NVIDIA H200".into()),
+                    compute: Ok((9, 0)),
+                    total: Ok(150_109_880_320),
+                    free: Err("cuMemGetInfo failed: CUDA_ERROR_UNKNOWN (999): unknown error".into()),
+                    uuid: Ok("GPU-11111111-89ab-cdef-0123-456789abcdef".into()),
+                },
+            ]),
+            features: fc_graph::features::features_given_missing(&["cuFuncGetParamInfo"]),
+        }
+    }
+
+    #[test]
+    fn text_report_names_everything() {
+        let text = sample().text();
+        for want in [
+            "fc-graph 0.1.0",
+            "/opt/fc/bin/fcgraph",
+            "/opt/fc/lib/libfcgraph.so.0 -> /opt/fc/lib/libfcgraph.so.0.1.0",
+            "libcuda.so.1 = /usr/lib/x86_64-linux-gnu/libcuda.so.1 -> /usr/lib/x86_64-linux-gnu/libcuda.so.580.65.06",
+            "13.0 (13000)",
+            "580.65.06",
+            "Devices: 2",
+            "NVIDIA H200",
+            "9.0 (sm_90)",
+            "139.8 GiB",
+            "GPU-01234567-89ab-cdef-0123-456789abcdef",
+            "error: cuMemGetInfo failed",
+            "Optional driver features: 1 of 2 present",
+            "in-place graph update",
+            "cuGraphExecUpdate",
+            "CUDA 12.0",
+            "CUDA 12.4",
+        ] {
+            assert!(text.contains(want), "missing {want:?} in:\n{text}");
+        }
+        let param_row = text.lines().find(|l| l.contains("cuFuncGetParamInfo")).expect("row");
+        assert!(param_row.contains("| no "), "{param_row}");
+        assert!(!text.contains("CUDA_VISIBLE_DEVICES"), "only shown when set");
+    }
+
+    #[test]
+    fn errors_are_reported_per_device() {
+        let info = sample();
+        assert!(info.has_errors());
+        let Ok(devs) = &info.devices else { panic!("devices") };
+        assert!(devs[0].errors().is_empty());
+        assert_eq!(devs[1].errors().len(), 1);
+    }
+
+    #[test]
+    fn json_lines_parse_and_carry_the_facts() {
+        let lines = sample().json_lines();
+        let objs: Vec<serde_json::Value> = lines.iter().map(|l| serde_json::from_str(l).expect("valid JSON")).collect();
+        assert!(lines.iter().all(|l| !l.contains('\n')));
+        assert_eq!(objs[0]["type"], "fcgraph");
+        assert_eq!(objs[1]["cuda_api_version"], 13000);
+        let devices: Vec<&serde_json::Value> = objs.iter().filter(|o| o["type"] == "device").collect();
+        assert_eq!(devices.len(), 2);
+        assert_eq!(devices[0]["compute_capability"], "9.0");
+        assert!(devices[1]["memory_free_bytes"].is_null());
+        assert_eq!(devices[1]["errors"].as_array().map(Vec::len), Some(1));
+        let features: Vec<&serde_json::Value> = objs.iter().filter(|o| o["type"] == "feature").collect();
+        assert_eq!(features.len(), sample().features.len());
+    }
+}

@@ -1,0 +1,169 @@
+//! Check 3: the foreign-GLOBAL-capture shield. A "foreign library" (bare
+//! driver calls on a raw stream of this device's primary context, as
+//! PyTorch makes them) holds a capture open in GLOBAL mode while another
+//! thread makes fc-graph calls on the same device: allocate, upload,
+//! launch, synchronize, capture + launch, download, free. Every call must
+//! succeed and the foreign capture must stay active, end cleanly and
+//! replay what it recorded. The control: a bare `cuMemAlloc` on another
+//! thread during such a capture must be refused with
+//! `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` (900); if the driver let it
+//! through, this check could not fail and says so.
+
+use std::thread;
+
+use cuda_sys::*;
+use fc_graph::{CaptureMode, Context};
+
+use super::common::{download, ensure, upload, Doing, Failure, Outcome, N};
+use super::raw::{self, Alloc, Current, Stream};
+use super::Target;
+
+/// Rounds of fc-graph work done under the foreign capture.
+const ROUNDS: usize = 5;
+/// Bytes of the foreign library's buffer; the capture fills the first half
+/// with `BEFORE` and the second with `AFTER`.
+const FOREIGN_BYTES: usize = 1 << 16;
+const BEFORE: u8 = 0x5a;
+const AFTER: u8 = 0xa5;
+
+/// The foreign library's stream, handed to the other thread so it can
+/// tell after which of its calls the foreign capture stopped being active.
+#[derive(Clone, Copy)]
+struct Watched(CUstream);
+
+// SAFETY: a stream handle may be used from any thread; the other thread
+// only queries its capture status, while this thread keeps it alive.
+unsafe impl Send for Watched {}
+// SAFETY: as above (read-only use).
+unsafe impl Sync for Watched {}
+
+impl Watched {
+    /// Fails unless the foreign capture is still active after `what`.
+    fn still_active(self, d: &Driver, what: &str) -> Result<(), Failure> {
+        let mut status = CU_STREAM_CAPTURE_STATUS_NONE;
+        // SAFETY: a live stream (kept alive by the thread that owns it) and
+        // a valid out-pointer; querying a capture is legal during it.
+        raw::check(d, "cuStreamIsCapturing", unsafe { (d.cuStreamIsCapturing)(self.0, &mut status) })
+            .doing(&format!("after {what}: query the foreign capture"))?;
+        ensure!(
+            status == CU_STREAM_CAPTURE_STATUS_ACTIVE,
+            "the foreign capture became {} after fc-graph's {what}",
+            status_name(status)
+        );
+        Ok(())
+    }
+}
+
+/// What the other thread does through fc-graph while the foreign capture
+/// is open, checking after each step that the foreign capture survived.
+fn fc_graph_work(d: &Driver, device: usize, foreign: Watched) -> Result<(), Failure> {
+    let step = |what: &str| foreign.still_active(d, what);
+    let ctx = Context::new(device).doing("open a context")?;
+    step("Context::new")?;
+    for round in 1..=ROUNDS {
+        let at = |what: &str| format!("round {round}: {what}");
+        let a = upload(&ctx, &vec![1.0f32; N]).doing(&at("alloc + upload"))?;
+        step(&at("alloc + upload"))?;
+        let b = ctx.alloc(N * 4).doing(&at("alloc"))?;
+        step(&at("alloc"))?;
+        ctx.add(&a, &a, &b, N).doing(&at("eager add"))?;
+        step(&at("eager add (loads the built-in kernels in round 1)"))?;
+        ctx.synchronize().doing(&at("synchronize"))?;
+        step(&at("synchronize"))?;
+        let cap = ctx.begin_capture(CaptureMode::ThreadLocal).doing(&at("begin capture"))?;
+        ctx.mul(&b, &b, &a, N).doing(&at("record mul"))?;
+        let graph = cap.end().doing(&at("end capture + instantiate"))?;
+        step(&at("capture + instantiate"))?;
+        graph.launch().doing(&at("graph launch"))?;
+        ctx.synchronize().doing(&at("synchronize"))?;
+        step(&at("graph launch + synchronize"))?;
+        let got = download(&a, N).doing(&at("download"))?;
+        step(&at("download"))?;
+        ensure!(got.iter().all(|&v| v == 4.0), "round {round}: (1 + 1)^2 computed as {}", got[0]);
+        drop(graph);
+        step(&at("graph destroy"))?;
+        drop((a, b));
+        step(&at("free"))?;
+    }
+    drop(ctx);
+    step("context release")
+}
+
+/// A bare `cuMemAlloc` with `raw_ctx` current and no shield, as any other
+/// library would make it: the driver's answer.
+fn unshielded_alloc(d: &Driver, raw_ctx: CUcontext) -> Result<CUresult, Failure> {
+    let _current = Current::push(d, raw_ctx)?;
+    let mut p: CUdeviceptr = 0;
+    // SAFETY: valid out-pointer; a context is current.
+    let rc = unsafe { (d.cuMemAlloc)(&mut p, 1 << 20) };
+    if rc == CUDA_SUCCESS {
+        // SAFETY: just allocated, freed once.
+        unsafe { (d.cuMemFree)(p) };
+    }
+    Ok(rc)
+}
+
+fn status_name(s: CUstreamCaptureStatus) -> &'static str {
+    match s {
+        CU_STREAM_CAPTURE_STATUS_NONE => "not capturing",
+        CU_STREAM_CAPTURE_STATUS_ACTIVE => "active",
+        CU_STREAM_CAPTURE_STATUS_INVALIDATED => "invalidated",
+        _ => "unknown",
+    }
+}
+
+/// Runs the check.
+pub fn run(t: &Target) -> Outcome {
+    let d = fc_graph::driver().doing("load the driver")?;
+    // The foreign library works in the device's primary context, like the
+    // CUDA runtime; this context only keeps it retained.
+    let holder = Context::new(t.device).doing("retain the primary context")?;
+    let _current = Current::push(d, holder.raw_context())?;
+    let stream = Stream::new(d)?;
+    let foreign = Alloc::new(d, FOREIGN_BYTES)?;
+    let half = FOREIGN_BYTES / 2;
+
+    // The foreign capture, GLOBAL mode, open across the other thread's work.
+    let cap = raw::Capture::begin(&stream, CU_STREAM_CAPTURE_MODE_GLOBAL)?;
+    foreign.fill(&stream, 0..half, BEFORE).doing("foreign capture: record the first fill")?;
+    let watched = Watched(stream.raw);
+    let ours = thread::scope(|s| s.spawn(|| fc_graph_work(d, t.device, watched)).join());
+    let status = stream.capture_status().doing("foreign capture: query its status")?;
+    let ours = ours.map_err(|_| Failure("the fc-graph thread panicked".into()))?;
+    if let Err(e) = ours {
+        return Err(e.context("fc-graph work under a foreign GLOBAL capture"));
+    }
+    ensure!(
+        status == CU_STREAM_CAPTURE_STATUS_ACTIVE,
+        "the foreign capture is {} after the fc-graph calls (expected active)",
+        status_name(status)
+    );
+    foreign.fill(&stream, half..FOREIGN_BYTES, AFTER).doing("foreign capture: record the second fill")?;
+    let graph = cap.end().doing("foreign capture: end")?;
+    let exec = graph.instantiate().doing("foreign graph: instantiate")?;
+    foreign.fill(&stream, 0..FOREIGN_BYTES, 0).doing("foreign buffer: clear")?;
+    exec.launch(&stream).doing("foreign graph: launch")?;
+    let bytes = foreign.read(&stream).doing("foreign graph: read back")?;
+    let right = bytes[..half].iter().all(|&b| b == BEFORE) && bytes[half..].iter().all(|&b| b == AFTER);
+    ensure!(right, "the foreign graph's replay wrote the wrong bytes");
+    drop((exec, graph));
+
+    // Control: the same situation without the shield must be refused.
+    let cap = raw::Capture::begin(&stream, CU_STREAM_CAPTURE_MODE_GLOBAL).doing("control: begin")?;
+    foreign.fill(&stream, 0..half, BEFORE).doing("control: record a fill")?;
+    let rc = thread::scope(|s| s.spawn(|| unshielded_alloc(d, holder.raw_context())).join())
+        .map_err(|_| Failure("control: the thread panicked".into()))?
+        .doing("control")?;
+    drop(cap); // ends the (probably invalidated) control capture
+    ensure!(
+        rc == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+        "control: a bare cuMemAlloc on another thread during the GLOBAL capture returned {} ({rc}), expected \
+         CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (900); without that refusal this check cannot tell the shield works",
+        d.error_name(rc)
+    );
+    Ok(format!(
+        "{ROUNDS} rounds of alloc/upload/add/sync/capture/launch/download/free on another thread, all succeeded \
+         under a foreign GLOBAL capture, which stayed active and replayed correctly; control: a bare cuMemAlloc \
+         was refused (900)"
+    ))
+}
