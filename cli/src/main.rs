@@ -165,7 +165,9 @@ fn run_bench(device: usize, quick: bool, json: bool) -> ExitCode {
         return ExitCode::from(UNUSABLE);
     }
     let n = 4096;
-    let cfg = if quick { StepsConfig::quick(device, n) } else { StepsConfig::full(device, n) };
+    let mut cfg = if quick { StepsConfig::quick(device, n) } else { StepsConfig::full(device, n) };
+    // fc-bench's investigation of context-free calls is not a comparison.
+    cfg.probe_without_context = false;
     let name = format!("device {device} ({})", device_name(device));
     if !json && std::io::stderr().is_terminal() {
         eprintln!("measuring on {name}...");

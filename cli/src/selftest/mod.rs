@@ -219,14 +219,15 @@ fn run_isolated(check: &Check, target: Target, deadline: Duration) -> Ended {
 pub fn run(devices: &[usize], device_count: usize, mut on_row: impl FnMut(&CheckRow)) -> Report {
     let started = Instant::now();
     let mut report = Report { devices: Vec::new(), rows: Vec::new(), abandoned: false, time: Duration::ZERO };
+    // Contexts held for the whole run: they keep each device's primary
+    // context (and the driver's caches) alive from one check to the next.
+    let mut keepalive: Vec<Context> = Vec::new();
     'devices: for &device in devices {
         let name = Device::get(device).and_then(|d| d.name()).unwrap_or_else(|e| format!("(name unreadable: {e})"));
         report.devices.push((device, name));
-        // Held for the device's checks: keeps its primary context (and the
-        // JIT-compiled kernels' driver caches) alive between them.
         let opened = Instant::now();
-        let keepalive = match Context::new(device) {
-            Ok(c) => c,
+        match Context::new(device) {
+            Ok(c) => keepalive.push(c),
             Err(e) => {
                 let row = CheckRow {
                     device,
@@ -240,7 +241,7 @@ pub fn run(devices: &[usize], device_count: usize, mut on_row: impl FnMut(&Check
                 report.rows.push(row);
                 continue;
             }
-        };
+        }
         let target = Target { device, device_count };
         for check in &CHECKS {
             let row = match run_isolated(check, target, CHECK_DEADLINE) {
@@ -266,9 +267,9 @@ pub fn run(devices: &[usize], device_count: usize, mut on_row: impl FnMut(&Check
             on_row(&row);
             report.rows.push(row);
             if report.abandoned {
-                // The check's thread may still hold the driver: dropping
-                // `keepalive` or going on could block behind it.
-                std::mem::forget(keepalive);
+                // The check's thread may still hold the driver: releasing
+                // contexts or going on could block behind it.
+                std::mem::forget(std::mem::take(&mut keepalive));
                 break 'devices;
             }
         }
