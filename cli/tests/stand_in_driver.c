@@ -1,11 +1,12 @@
 /* A stand-in CUDA driver for the fcgraph CLI's tests: two "Stand-in GPU"
- * devices (compute capability 9.0, 80 GiB, 70 GiB free) whose every other
+ * devices (one with FC_STAND_IN_DEVICES=1) (compute capability 9.0, 80 GiB, 70 GiB free) whose every other
  * call succeeds and does nothing: no memory is written, no kernel runs
  * (captures end with a one-node graph that instantiates and "launches").
  * cuGraphExecUpdate is missing (an optional feature absent); the
  * element-wise kernels' parameters are reported as (8, 8, 8, 4) bytes.
  * Reached through cuGetProcAddress, as the real driver is. */
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef int CUresult;
@@ -21,9 +22,14 @@ static int context_token, graph_token, exec_token;
 
 static CUresult any(void) { return CUDA_SUCCESS; }
 static CUresult driver_version(int *v) { *v = 12080; return CUDA_SUCCESS; }
-static CUresult device_count(int *n) { *n = 2; return CUDA_SUCCESS; }
+/* FC_STAND_IN_DEVICES=1 makes a one-device machine. */
+static int devices(void) {
+    const char *env = getenv("FC_STAND_IN_DEVICES");
+    return env && *env == '1' ? 1 : 2;
+}
+static CUresult device_count(int *n) { *n = devices(); return CUDA_SUCCESS; }
 static CUresult device_get(int *dev, int ordinal) {
-    if (ordinal < 0 || ordinal > 1) return CUDA_ERROR_INVALID_VALUE;
+    if (ordinal < 0 || ordinal >= devices()) return CUDA_ERROR_INVALID_VALUE;
     *dev = ordinal;
     return CUDA_SUCCESS;
 }

@@ -56,9 +56,14 @@ fn stand_in() -> Option<PathBuf> {
 }
 
 fn fcgraph(lib: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    fcgraph_with(lib, args, 2)
+}
+
+fn fcgraph_with(lib: &Path, args: &[&str], devices: usize) -> (Option<i32>, String, String) {
     let out: Output = Command::new(env!("CARGO_BIN_EXE_fcgraph"))
         .args(args)
         .env("FC_CUDA_LIBRARY", lib)
+        .env("FC_STAND_IN_DEVICES", devices.to_string())
         .env_remove("CUDA_VISIBLE_DEVICES")
         .output()
         .expect("the fcgraph binary runs");
@@ -138,6 +143,18 @@ fn selftest_fails_every_check_on_a_driver_that_does_nothing() {
         .all(|o| o["device"] == 1 && o["result"] == "fail" && o["detail"].as_str().is_some_and(|d| !d.is_empty())));
     assert_eq!(objs[5]["type"], "summary");
     assert_eq!(objs[5]["failed"], 5);
+}
+
+#[test]
+fn selftest_on_a_single_device_machine() {
+    let Some(lib) = stand_in() else { return };
+    let (code, out, err) = fcgraph_with(&lib, &["selftest"], 1);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(out.starts_with("fcgraph selftest") && out.contains("device 0 (Stand-in GPU)\n"), "{out}");
+    let rows = out.lines().filter(|l| l.contains("| FAIL ")).count();
+    assert_eq!(rows, 5, "{out}");
+    assert!(out.contains("selftest FAILED: 5 of 5 checks failed on 1 device ("), "{out}");
+    assert!(!out.contains("panicked") && !err.contains("panicked"), "{out}{err}");
 }
 
 #[test]

@@ -2,9 +2,11 @@
 //! (`../shared/seeds/test_graph_capture_concurrency.c`). While this thread
 //! captures and replays 100 rounds of the seed's layer body on the device,
 //! a second thread allocates, synchronizes and frees on another device (or,
-//! with one device, on a second context of the same device). Every capture
-//! must succeed and no allocation or synchronize may be refused; the
-//! replays' result must equal the CPU's.
+//! with one device, in an isolated context of the same device: a primary
+//! context shares the device-wide synchronisation of `cuMemFree` with the
+//! capturing context, which fc-graph documents as invalidating captures).
+//! Every capture must succeed and no allocation or synchronize may be
+//! refused; the replays' result must equal the CPU's.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Barrier, Mutex};

@@ -1,18 +1,21 @@
 //! Check 3: the foreign-GLOBAL-capture shield. A "foreign library" (bare
 //! driver calls on a raw stream of this device's primary context, as
 //! PyTorch makes them) holds a capture open in GLOBAL mode while another
-//! thread makes fc-graph calls on the same device: allocate, upload,
-//! launch, synchronize, capture + launch, download, free. Every call must
-//! succeed and the foreign capture must stay active, end cleanly and
-//! replay what it recorded. The control: a bare `cuMemAlloc` on another
-//! thread during such a capture must be refused with
-//! `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` (900); if the driver let it
-//! through, this check could not fail and says so.
+//! thread makes fc-graph calls on the same device, in a primary-context
+//! [`Context`]: allocate, upload, launch, synchronize, capture +
+//! instantiate + launch, download, free. Every call must succeed, and the
+//! foreign capture must stay active after each of them, end cleanly and
+//! replay what it recorded. When that fails, the same scenario is run
+//! again with [`Context::isolated`] and its result added to the report.
+//! The control: a bare `cuMemAlloc` on another thread during such a
+//! capture must be refused with `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`
+//! (900); if the driver let it through, this check could not fail and
+//! says so.
 
 use std::thread;
 
 use cuda_sys::*;
-use fc_graph::{CaptureMode, Context};
+use fc_graph::{CaptureMode, Context, ContextKind};
 
 use super::common::{download, ensure, upload, Doing, Failure, Outcome, N};
 use super::raw::{self, Alloc, Current, Stream};
@@ -54,20 +57,19 @@ impl Watched {
     }
 }
 
-/// What the other thread does through fc-graph while the foreign capture
-/// is open, checking after each step that the foreign capture survived.
-fn fc_graph_work(d: &Driver, device: usize, foreign: Watched) -> Result<(), Failure> {
+/// What the other thread does through fc-graph on `ctx` while the foreign
+/// capture is open, checking after each step that the foreign capture
+/// survived it.
+fn fc_graph_work(d: &Driver, ctx: &Context, foreign: Watched) -> Result<(), Failure> {
     let step = |what: &str| foreign.still_active(d, what);
-    let ctx = Context::new(device).doing("open a context")?;
-    step("Context::new")?;
     for round in 1..=ROUNDS {
         let at = |what: &str| format!("round {round}: {what}");
-        let a = upload(&ctx, &vec![1.0f32; N]).doing(&at("alloc + upload"))?;
+        let a = upload(ctx, &vec![1.0f32; N]).doing(&at("alloc + upload"))?;
         step(&at("alloc + upload"))?;
         let b = ctx.alloc(N * 4).doing(&at("alloc"))?;
         step(&at("alloc"))?;
         ctx.add(&a, &a, &b, N).doing(&at("eager add"))?;
-        step(&at("eager add (loads the built-in kernels in round 1)"))?;
+        step(&at(if round == 1 { "eager add (loading the built-in kernels)" } else { "eager add" }))?;
         ctx.synchronize().doing(&at("synchronize"))?;
         step(&at("synchronize"))?;
         let cap = ctx.begin_capture(CaptureMode::ThreadLocal).doing(&at("begin capture"))?;
@@ -85,8 +87,63 @@ fn fc_graph_work(d: &Driver, device: usize, foreign: Watched) -> Result<(), Fail
         drop((a, b));
         step(&at("free"))?;
     }
-    drop(ctx);
-    step("context release")
+    Ok(())
+}
+
+/// The scenario: a foreign GLOBAL capture open on this device while
+/// another thread works through a fc-graph context of `kind` on it.
+fn foreign_capture_survives(d: &Driver, device: usize, kind: ContextKind) -> Result<(), Failure> {
+    // Opened before the foreign capture begins (and released after it
+    // ends): the calls under test are the work, not context creation.
+    let ours = match kind {
+        ContextKind::Primary => Context::new(device),
+        ContextKind::Isolated => Context::isolated(device),
+    }
+    .doing("open fc-graph's context")?;
+    // The foreign library works in the device's primary context, like the
+    // CUDA runtime; this context only keeps it retained.
+    let holder = Context::new(device).doing("retain the primary context")?;
+    let _current = Current::push(d, holder.raw_context())?;
+    let stream = Stream::new(d)?;
+    let foreign = Alloc::new(d, FOREIGN_BYTES)?;
+    let half = FOREIGN_BYTES / 2;
+
+    let cap = raw::Capture::begin(&stream, CU_STREAM_CAPTURE_MODE_GLOBAL)?;
+    foreign.fill(&stream, 0..half, BEFORE).doing("foreign capture: record the first fill")?;
+    let watched = Watched(stream.raw);
+    let worked = thread::scope(|s| s.spawn(|| fc_graph_work(d, &ours, watched)).join())
+        .map_err(|_| Failure("the fc-graph thread panicked".into()))?;
+    worked?;
+    let status = stream.capture_status().doing("foreign capture: query its status")?;
+    ensure!(
+        status == CU_STREAM_CAPTURE_STATUS_ACTIVE,
+        "the foreign capture is {} after the fc-graph calls (expected active)",
+        status_name(status)
+    );
+    foreign.fill(&stream, half..FOREIGN_BYTES, AFTER).doing("foreign capture: record the second fill")?;
+    let graph = cap.end().doing("foreign capture: end")?;
+    let exec = graph.instantiate().doing("foreign graph: instantiate")?;
+    foreign.fill(&stream, 0..FOREIGN_BYTES, 0).doing("foreign buffer: clear")?;
+    exec.launch(&stream).doing("foreign graph: launch")?;
+    let bytes = foreign.read(&stream).doing("foreign graph: read back")?;
+    let right = bytes[..half].iter().all(|&b| b == BEFORE) && bytes[half..].iter().all(|&b| b == AFTER);
+    ensure!(right, "the foreign graph's replay wrote the wrong bytes");
+    Ok(())
+}
+
+/// The control: what the driver answers a bare `cuMemAlloc` on another
+/// thread while a GLOBAL capture is open on this device.
+fn control(d: &Driver, device: usize) -> Result<CUresult, Failure> {
+    let holder = Context::new(device).doing("retain the primary context")?;
+    let _current = Current::push(d, holder.raw_context())?;
+    let stream = Stream::new(d)?;
+    let foreign = Alloc::new(d, FOREIGN_BYTES)?;
+    let cap = raw::Capture::begin(&stream, CU_STREAM_CAPTURE_MODE_GLOBAL).doing("begin")?;
+    foreign.fill(&stream, 0..FOREIGN_BYTES, BEFORE).doing("record a fill")?;
+    let rc = thread::scope(|s| s.spawn(|| unshielded_alloc(d, holder.raw_context())).join())
+        .map_err(|_| Failure("the thread panicked".into()))??;
+    drop(cap); // ends the (probably invalidated) capture
+    Ok(rc)
 }
 
 /// A bare `cuMemAlloc` with `raw_ctx` current and no shield, as any other
@@ -115,46 +172,17 @@ fn status_name(s: CUstreamCaptureStatus) -> &'static str {
 /// Runs the check.
 pub fn run(t: &Target) -> Outcome {
     let d = fc_graph::driver().doing("load the driver")?;
-    // The foreign library works in the device's primary context, like the
-    // CUDA runtime; this context only keeps it retained.
-    let holder = Context::new(t.device).doing("retain the primary context")?;
-    let _current = Current::push(d, holder.raw_context())?;
-    let stream = Stream::new(d)?;
-    let foreign = Alloc::new(d, FOREIGN_BYTES)?;
-    let half = FOREIGN_BYTES / 2;
-
-    // The foreign capture, GLOBAL mode, open across the other thread's work.
-    let cap = raw::Capture::begin(&stream, CU_STREAM_CAPTURE_MODE_GLOBAL)?;
-    foreign.fill(&stream, 0..half, BEFORE).doing("foreign capture: record the first fill")?;
-    let watched = Watched(stream.raw);
-    let ours = thread::scope(|s| s.spawn(|| fc_graph_work(d, t.device, watched)).join());
-    let status = stream.capture_status().doing("foreign capture: query its status")?;
-    let ours = ours.map_err(|_| Failure("the fc-graph thread panicked".into()))?;
-    if let Err(e) = ours {
-        return Err(e.context("fc-graph work under a foreign GLOBAL capture"));
+    if let Err(Failure(why)) = foreign_capture_survives(d, t.device, ContextKind::Primary) {
+        let isolated = match foreign_capture_survives(d, t.device, ContextKind::Isolated) {
+            Ok(()) => "passes".to_string(),
+            Err(Failure(f)) => format!("fails too: {f}"),
+        };
+        return Err(Failure(format!(
+            "fc-graph work (primary context) under a foreign GLOBAL capture: {why} [the same with Context::isolated: \
+             {isolated}]"
+        )));
     }
-    ensure!(
-        status == CU_STREAM_CAPTURE_STATUS_ACTIVE,
-        "the foreign capture is {} after the fc-graph calls (expected active)",
-        status_name(status)
-    );
-    foreign.fill(&stream, half..FOREIGN_BYTES, AFTER).doing("foreign capture: record the second fill")?;
-    let graph = cap.end().doing("foreign capture: end")?;
-    let exec = graph.instantiate().doing("foreign graph: instantiate")?;
-    foreign.fill(&stream, 0..FOREIGN_BYTES, 0).doing("foreign buffer: clear")?;
-    exec.launch(&stream).doing("foreign graph: launch")?;
-    let bytes = foreign.read(&stream).doing("foreign graph: read back")?;
-    let right = bytes[..half].iter().all(|&b| b == BEFORE) && bytes[half..].iter().all(|&b| b == AFTER);
-    ensure!(right, "the foreign graph's replay wrote the wrong bytes");
-    drop((exec, graph));
-
-    // Control: the same situation without the shield must be refused.
-    let cap = raw::Capture::begin(&stream, CU_STREAM_CAPTURE_MODE_GLOBAL).doing("control: begin")?;
-    foreign.fill(&stream, 0..half, BEFORE).doing("control: record a fill")?;
-    let rc = thread::scope(|s| s.spawn(|| unshielded_alloc(d, holder.raw_context())).join())
-        .map_err(|_| Failure("control: the thread panicked".into()))?
-        .doing("control")?;
-    drop(cap); // ends the (probably invalidated) control capture
+    let rc = control(d, t.device).doing("control")?;
     ensure!(
         rc == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
         "control: a bare cuMemAlloc on another thread during the GLOBAL capture returned {} ({rc}), expected \
@@ -162,8 +190,8 @@ pub fn run(t: &Target) -> Outcome {
         d.error_name(rc)
     );
     Ok(format!(
-        "{ROUNDS} rounds of alloc/upload/add/sync/capture/launch/download/free on another thread, all succeeded \
-         under a foreign GLOBAL capture, which stayed active and replayed correctly; control: a bare cuMemAlloc \
-         was refused (900)"
+        "{ROUNDS} rounds of alloc/upload/add/sync/capture/launch/download/free on another thread (primary context) \
+         all succeeded under a foreign GLOBAL capture, which stayed active after each call and replayed correctly; \
+         control: a bare cuMemAlloc was refused (900)"
     ))
 }
