@@ -48,8 +48,9 @@ fn median_range(s: &Summary) -> String {
     format!("{} ({}–{})", micros(s.median), micros(s.p10), micros(s.p90))
 }
 
-/// The comparison table, with a heading naming the device.
-pub fn text(device: &str, lines: &[Line]) -> String {
+/// The comparison table, with a heading naming the device and whether the
+/// kernels launch with programmatic dependent launch (PDL).
+pub fn text(device: &str, pdl: Option<bool>, lines: &[Line]) -> String {
     let mut t = Table::new(
         &["step", "K", "fc-graph µs", "bare driver µs", "fc − bare µs", "fc / bare"],
         &[Align::Left, Align::Right, Align::Right, Align::Right, Align::Right, Align::Right],
@@ -84,8 +85,17 @@ pub fn text(device: &str, lines: &[Line]) -> String {
             ));
         }
     }
+    let launches = match pdl {
+        Some(true) => "kernels launch with PDL on both sides (cuLaunchKernelEx)",
+        Some(false) => "kernels launch without PDL on both sides (cuLaunchKernel)",
+        None => "",
+    };
     let mut out = vec![
-        format!("fcgraph bench on {device}: host-side µs per call, median (p10–p90); library and bare driver calls alternate in one process on one stream"),
+        format!("fcgraph bench on {device}: host-side µs per call, median (p10–p90)"),
+        format!(
+            "fc-graph and the bare driver calls alternate in one process on one stream{}{launches}",
+            if launches.is_empty() { "" } else { "; " }
+        ),
         String::new(),
         t.render(),
     ];
@@ -132,8 +142,9 @@ mod tests {
     fn table_shows_difference_and_ratio() {
         let ls =
             lines(&[row("eager_per_kernel", Variant::Fc, 26, 3.6), row("eager_per_kernel", Variant::Bare, 26, 3.0)]);
-        let text = text("device 0 (NVIDIA H200)", &ls);
+        let text = text("device 0 (NVIDIA H200)", Some(true), &ls);
         assert!(text.starts_with("fcgraph bench on device 0 (NVIDIA H200)"), "{text}");
+        assert!(text.contains("kernels launch with PDL on both sides"), "{text}");
         let line = text.lines().find(|l| l.contains("eager kernel launch, per kernel")).expect("row");
         assert!(line.contains("3.600 (3.240–4.320)"), "{line}");
         assert!(line.contains("+0.600") && line.contains("1.20x"), "{line}");
@@ -141,7 +152,7 @@ mod tests {
 
     #[test]
     fn bare_only_rows_have_no_comparison() {
-        let text = text("d", &lines(&[row("capture_mode_exchange_pair", Variant::BareOnly, 1, 0.05)]));
+        let text = text("d", None, &lines(&[row("capture_mode_exchange_pair", Variant::BareOnly, 1, 0.05)]));
         let line = text.lines().find(|l| l.contains("the shield")).expect("row");
         let cells: Vec<&str> = line.split('|').map(str::trim).filter(|c| !c.is_empty()).collect();
         assert_eq!(cells[1..], ["1", "-", "0.050 (0.045–0.060)", "-", "-"], "{line}");

@@ -23,6 +23,9 @@ pub struct DeviceInfo {
     pub total: Result<usize, String>,
     /// Free memory in bytes (with our context open).
     pub free: Result<usize, String>,
+    /// Whether fc-graph's built-in kernels launch with programmatic
+    /// dependent launch here (device, driver and `FC_PDL` allowing).
+    pub pdl: Result<bool, String>,
     /// `GPU-...` UUID.
     pub uuid: Result<String, String>,
 }
@@ -40,17 +43,22 @@ impl DeviceInfo {
                     compute: Err(e.clone()),
                     total: Err(e.clone()),
                     free: Err(e.clone()),
+                    pdl: Err(e.clone()),
                     uuid: Err(e),
                 }
             }
-            Ok(d) => DeviceInfo {
-                index,
-                name: d.name().map_err(err),
-                compute: d.compute_capability().map_err(err),
-                total: d.total_memory().map_err(err),
-                free: Context::new(index).and_then(|c| c.mem_info()).map(|(free, _total)| free).map_err(err),
-                uuid: d.uuid().map_err(err),
-            },
+            Ok(d) => {
+                let ctx = Context::new(index).map_err(err);
+                DeviceInfo {
+                    index,
+                    name: d.name().map_err(err),
+                    compute: d.compute_capability().map_err(err),
+                    total: d.total_memory().map_err(err),
+                    free: ctx.clone().and_then(|c| c.mem_info().map(|(free, _total)| free).map_err(err)),
+                    pdl: ctx.map(|c| c.pdl_enabled()),
+                    uuid: d.uuid().map_err(err),
+                }
+            }
         }
     }
 
@@ -61,6 +69,7 @@ impl DeviceInfo {
             self.compute.as_ref().err(),
             self.total.as_ref().err(),
             self.free.as_ref().err(),
+            self.pdl.as_ref().err(),
             self.uuid.as_ref().err(),
         ]
         .into_iter()
@@ -153,7 +162,7 @@ impl Info {
             Ok(devs) => {
                 out.push(format!("Devices: {}", devs.len()));
                 let mut t = Table::new(
-                    &["#", "name", "compute capability", "memory total", "memory free", "UUID"],
+                    &["#", "name", "compute capability", "memory total", "memory free", "PDL", "UUID"],
                     &[Align::Right, Align::Left, Align::Left, Align::Right, Align::Right],
                 );
                 for dev in devs {
@@ -163,12 +172,15 @@ impl Info {
                         cell(&dev.compute, |&(ma, mi)| format!("{ma}.{mi} (sm_{ma}{mi})")),
                         cell(&dev.total, |&b| format::bytes(b)),
                         cell(&dev.free, |&b| format::bytes(b)),
+                        cell(&dev.pdl, |&on| if on { "yes" } else { "no" }.to_string()),
                         cell(&dev.uuid, Clone::clone),
                     ]);
                 }
                 out.push(t.render());
                 out.push(
-                    "(memory free: measured with a context open on the device, which itself takes some)".to_string(),
+                    "(memory free: measured with a context open on the device, which itself takes some; PDL: whether \
+                     fc-graph's built-in kernels launch with programmatic dependent launch there)"
+                        .to_string(),
                 );
             }
         }
@@ -180,7 +192,7 @@ impl Info {
             t.row([
                 f.name.to_string(),
                 f.entry_point.to_string(),
-                format!("CUDA {}", f.since_cuda()),
+                format!("CUDA {}", f.since_cuda),
                 if f.present { "yes" } else { "no" }.to_string(),
                 f.description.to_string(),
             ]);
@@ -213,6 +225,7 @@ impl Info {
                         json!({"type": "device", "index": dev.index, "name": dev.name.as_ref().ok(),
                                "compute_capability": dev.compute.as_ref().ok().map(|(a, b)| format!("{a}.{b}")),
                                "memory_total_bytes": dev.total.as_ref().ok(), "memory_free_bytes": dev.free.as_ref().ok(),
+                               "pdl": dev.pdl.as_ref().ok(),
                                "uuid": dev.uuid.as_ref().ok(), "errors": dev.errors()})
                         .to_string(),
                     );
@@ -221,7 +234,7 @@ impl Info {
         }
         for f in &self.features {
             lines.push(
-                json!({"type": "feature", "name": f.name, "entry_point": f.entry_point, "since_cuda": f.since_cuda(),
+                json!({"type": "feature", "name": f.name, "entry_point": f.entry_point, "since_cuda": f.since_cuda,
                        "present": f.present, "description": f.description})
                 .to_string(),
             );
@@ -270,6 +283,7 @@ mod tests {
                     compute: Ok((9, 0)),
                     total: Ok(150_109_880_320),
                     free: Ok(149_000_000_000),
+                    pdl: Ok(true),
                     uuid: Ok("GPU-01234567-89ab-cdef-0123-456789abcdef".into()),
                 },
                 DeviceInfo {
@@ -278,6 +292,7 @@ mod tests {
                     compute: Ok((9, 0)),
                     total: Ok(150_109_880_320),
                     free: Err("cuMemGetInfo failed: CUDA_ERROR_UNKNOWN (999): unknown error".into()),
+                    pdl: Ok(false),
                     uuid: Ok("GPU-11111111-89ab-cdef-0123-456789abcdef".into()),
                 },
             ]),
@@ -301,7 +316,6 @@ mod tests {
             "139.8 GiB",
             "GPU-01234567-89ab-cdef-0123-456789abcdef",
             "error: cuMemGetInfo failed",
-            "Optional driver features: 1 of 2 present",
             "in-place graph update",
             "cuGraphExecUpdate",
             "CUDA 12.0",
@@ -309,6 +323,10 @@ mod tests {
         ] {
             assert!(text.contains(want), "missing {want:?} in:\n{text}");
         }
+        let n = sample().features.len();
+        assert!(text.contains(&format!("Optional driver features: {} of {n} present", n - 1)), "{text}");
+        let dev0 = text.lines().find(|l| l.contains("GPU-01234567")).expect("device 0 row");
+        assert!(dev0.contains("| yes |"), "PDL column: {dev0}");
         let param_row = text.lines().find(|l| l.contains("cuFuncGetParamInfo")).expect("row");
         assert!(param_row.contains("| no "), "{param_row}");
         assert!(!text.contains("CUDA_VISIBLE_DEVICES"), "only shown when set");

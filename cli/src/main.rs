@@ -172,21 +172,23 @@ fn run_bench(device: usize, quick: bool, json: bool) -> ExitCode {
     if !json && std::io::stderr().is_terminal() {
         eprintln!("measuring on {name}...");
     }
-    let mut rows = Vec::new();
+    let (mut rows, mut pdl) = (Vec::new(), None);
     let measured = panic::catch_unwind(AssertUnwindSafe(|| {
-        run_steps(&cfg, &mut |out| {
-            if let StepOutput::Row(r) = out {
+        run_steps(&cfg, &mut |out| match out {
+            StepOutput::Row(r) => {
                 if json {
                     println!("{}", r.json());
                 }
                 rows.push(r);
             }
+            StepOutput::Pdl(p) => pdl = Some(p),
+            StepOutput::Probe(_) => {}
         })
         .map_err(|e| e.to_string())
     }));
     let result = measured.unwrap_or_else(|p| Err(format!("internal error: {}", selftest::panic_message(p.as_ref()))));
     if !json && !rows.is_empty() {
-        println!("{}", bench::text(&name, &bench::lines(&rows)));
+        println!("{}", bench::text(&name, pdl, &bench::lines(&rows)));
     }
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -23,19 +23,14 @@ pub struct Feature {
     pub name: &'static str,
     /// What fc-graph uses it for and what it does without it.
     pub description: &'static str,
-    /// The ABI version fc-graph resolves it at (e.g. 12000), which is also
-    /// the oldest driver API version that has it.
+    /// The ABI version fc-graph resolves it at (e.g. 12000).
     pub abi_version: i32,
+    /// The oldest CUDA version whose driver has it at that ABI, e.g. "12.0"
+    /// (where known; else the ABI version's, which may be older: an entry
+    /// point can appear after the ABI version it is typed with).
+    pub since_cuda: String,
     /// Whether the loaded driver has it.
     pub present: bool,
-}
-
-impl Feature {
-    /// The oldest CUDA version whose driver has the entry point, e.g.
-    /// "12.0" for ABI version 12000.
-    pub fn since_cuda(&self) -> String {
-        cuda_version_text(self.abi_version)
-    }
 }
 
 /// "major.minor" of a CUDA API version number (13000 -> "13.0",
@@ -44,33 +39,71 @@ pub fn cuda_version_text(version: i32) -> String {
     format!("{}.{}", version / 1000, (version % 1000) / 10)
 }
 
-/// Name and description of the optional entry points fc-graph knows about;
-/// entry points not listed here are still reported, with their own name and
-/// a generic description.
-const DESCRIPTIONS: &[(&str, &str, &str)] = &[
+/// What is known of an optional entry point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Known {
+    /// A short name for the feature.
+    pub name: &'static str,
+    /// The CUDA version that introduced the entry point at fc-graph's ABI.
+    pub since_cuda: &'static str,
+    /// What fc-graph does with it, and without it.
+    pub description: &'static str,
+}
+
+/// The optional entry points fc-graph knows about; entry points not listed
+/// here are still reported, with their own name and a generic description.
+const DESCRIPTIONS: &[(&str, Known)] = &[
     (
-        "cuGraphExecUpdate",
-        "in-place graph update",
-        "Capture::end_update updates an instantiated graph in place (several times cheaper than \
-         instantiating); without it the graph is instantiated anew",
+        "cuLaunchKernelEx",
+        Known {
+            name: "programmatic dependent launch",
+            since_cuda: "11.8",
+            description: "built-in kernels (and user kernels that opt in) launch with PDL on compute capability \
+                          9.0+ and a 12.3+ driver; without it every launch is plain",
+        },
     ),
     (
         "cuFuncGetParamInfo",
-        "kernel parameter info",
-        "kernel parameter sizes parsed from PTX are cross-checked with the driver's; without it the \
-         PTX declarations alone are used",
+        Known {
+            name: "kernel parameter info",
+            since_cuda: "12.4",
+            description: "kernel parameter sizes parsed from PTX are cross-checked with the driver's; without it \
+                          the PTX declarations alone are used",
+        },
+    ),
+    (
+        "cuGraphExecUpdate",
+        Known {
+            name: "in-place graph update",
+            since_cuda: "12.0",
+            description: "Capture::end_update updates an instantiated graph in place (several times cheaper than \
+                          instantiating); without it the graph is instantiated anew",
+        },
+    ),
+    (
+        "cuGraphGetEdges",
+        Known {
+            name: "graph edge data",
+            since_cuda: "12.3",
+            description: "not used by the library; its PDL tests tell programmatic edges from full ones with it",
+        },
+    ),
+    (
+        "cuGraphDebugDotPrint",
+        Known {
+            name: "graph DOT dump",
+            since_cuda: "11.3",
+            description: "not used by the library; diagnostics (its PDL tests dump graphs as Graphviz DOT)",
+        },
     ),
 ];
 
 /// Generic description of an optional entry point fc-graph has no text for.
 pub const UNDESCRIBED: &str = "optional driver entry point (no description yet)";
 
-/// The short name and description of optional entry point `entry_point`.
-pub fn describe(entry_point: &str) -> (Option<&'static str>, &'static str) {
-    match DESCRIPTIONS.iter().find(|(e, _, _)| *e == entry_point) {
-        Some((_, name, description)) => (Some(name), description),
-        None => (None, UNDESCRIBED),
-    }
+/// What is known of optional entry point `entry_point`, if anything.
+pub fn describe(entry_point: &str) -> Option<Known> {
+    DESCRIPTIONS.iter().find(|(e, _)| *e == entry_point).map(|(_, k)| *k)
 }
 
 /// Every optional entry point of the table, with `present` computed from
@@ -80,8 +113,15 @@ pub fn features_given_missing(missing: &[&str]) -> Vec<Feature> {
 }
 
 fn feature_of(f: &FunctionDecl, present: bool) -> Feature {
-    let (name, description) = describe(f.name);
-    Feature { entry_point: f.name, name: name.unwrap_or(f.name), description, abi_version: f.abi_version, present }
+    let known = describe(f.name);
+    Feature {
+        entry_point: f.name,
+        name: known.map_or(f.name, |k| k.name),
+        description: known.map_or(UNDESCRIBED, |k| k.description),
+        abi_version: f.abi_version,
+        since_cuda: known.map_or_else(|| cuda_version_text(f.abi_version), |k| k.since_cuda.to_string()),
+        present,
+    }
 }
 
 /// The optional features of the loaded driver (loads it if needed).
@@ -110,20 +150,26 @@ mod tests {
         let update = all.iter().find(|f| f.entry_point == "cuGraphExecUpdate").expect("listed");
         assert!(!update.present);
         assert_eq!(update.name, "in-place graph update");
-        assert_eq!(update.since_cuda(), "12.0");
+        assert_eq!(update.since_cuda, "12.0");
         let info = all.iter().find(|f| f.entry_point == "cuFuncGetParamInfo").expect("listed");
         assert!(info.present);
-        assert_eq!(info.since_cuda(), "12.4");
+        assert_eq!(info.since_cuda, "12.4");
     }
 
     #[test]
     fn descriptions_name_optional_entry_points_of_the_table() {
-        for (entry, _, text) in DESCRIPTIONS {
+        for (entry, known) in DESCRIPTIONS {
             let decl = FUNCTIONS.iter().find(|f| f.name == *entry);
             assert!(matches!(decl, Some(d) if !d.required), "{entry} is not an optional entry point");
+            let text = known.description;
             assert!(!text.contains('\n') && text.len() < 200, "one line: {text}");
+            // The CUDA version that introduced it is never older than its ABI.
+            let abi = decl.map_or(0, |d| d.abi_version);
+            let (major, minor) = known.since_cuda.split_once('.').expect("major.minor");
+            let since: i32 = major.parse::<i32>().expect("major") * 1000 + minor.parse::<i32>().expect("minor") * 10;
+            assert!(since >= abi, "{entry}: since {} is older than its ABI {abi}", known.since_cuda);
         }
-        assert_eq!(describe("cuSomethingNew"), (None, UNDESCRIBED));
+        assert_eq!(describe("cuSomethingNew"), None);
     }
 
     #[test]
