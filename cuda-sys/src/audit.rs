@@ -8,6 +8,7 @@
 /// One `pub type NAME = TARGET;` declaration.
 #[derive(Debug, Clone, Copy)]
 pub struct AliasDecl {
+    /// The alias's name.
     pub name: &'static str,
     /// The Rust type tokens of the target, as written.
     pub target: &'static str,
@@ -16,8 +17,11 @@ pub struct AliasDecl {
 /// One `#[repr(C)]` struct with its layout as Rust computes it.
 #[derive(Debug, Clone, Copy)]
 pub struct StructDecl {
+    /// The struct's name.
     pub name: &'static str,
+    /// `size_of`, in bytes.
     pub size: usize,
+    /// `align_of`, in bytes.
     pub align: usize,
     /// (field name, offset, type tokens)
     pub fields: &'static [(&'static str, usize, &'static str)],
@@ -27,8 +31,11 @@ pub struct StructDecl {
 /// member of a `repr(C)` union sits at offset 0.
 #[derive(Debug, Clone, Copy)]
 pub struct UnionDecl {
+    /// The union's name.
     pub name: &'static str,
+    /// `size_of`, in bytes.
     pub size: usize,
+    /// `align_of`, in bytes.
     pub align: usize,
     /// (member name, type tokens)
     pub fields: &'static [(&'static str, &'static str)],
@@ -37,9 +44,11 @@ pub struct UnionDecl {
 /// One constant (enum value or flag).
 #[derive(Debug, Clone, Copy)]
 pub struct ConstDecl {
+    /// The constant's name.
     pub name: &'static str,
     /// The type tokens of the constant.
     pub ty: &'static str,
+    /// Its value.
     pub value: i128,
 }
 
@@ -56,6 +65,7 @@ pub struct FunctionDecl {
     pub required: bool,
     /// (parameter name, type tokens), in order.
     pub params: &'static [(&'static str, &'static str)],
+    /// The return type tokens.
     pub ret: &'static str,
 }
 

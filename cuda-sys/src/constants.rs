@@ -7,7 +7,7 @@ use crate::types::*;
 /// Declares constants grouped by type and records them in [`CONSTANTS`].
 macro_rules! constants {
     ($( $ty:ident { $( $(#[$m:meta])* $name:ident = $value:expr ),* $(,)? } )*) => {
-        $( $( $(#[$m])* pub const $name: $ty = $value; )* )*
+        $( $( $(#[$m])* #[doc = concat!("`", stringify!($name), "` of `cuda.h` (`", stringify!($ty), "`).")] pub const $name: $ty = $value; )* )*
         /// Every constant declared in this module, for the audit.
         pub const CONSTANTS: &[ConstDecl] = &[
             $( $( ConstDecl { name: stringify!($name), ty: stringify!($ty), value: $name as i128 } ),* ),*

@@ -34,14 +34,14 @@ macro_rules! driver_functions {
         /// driver's base symbol.
         pub mod pfn {
             use super::*;
-            $( $(#[$m])* pub type $name = unsafe extern "C" fn($( $p: $t ),*) -> $ret; )*
+            $( $(#[$m])* #[doc = concat!("`PFN_", stringify!($name), "_v", stringify!($ver), "` of `cudaTypedefs.h`.")] pub type $name = unsafe extern "C" fn($( $p: $t ),*) -> $ret; )*
         }
 
         /// Resolved driver entry points. Optional ones are `None` when the
         /// driver is too old to have them.
         #[derive(Clone, Copy)]
         pub struct DriverFns {
-            $( $(#[$m])* pub $name: entry_type!($kind, pfn::$name), )*
+            $( $(#[$m])* #[doc = concat!("`", stringify!($name), "` (ABI ", stringify!($ver), ", ", stringify!($kind), ").")] pub $name: entry_type!($kind, pfn::$name), )*
         }
 
         impl DriverFns {

@@ -16,6 +16,7 @@
 //!   `tests/audit.rs` compares against NVIDIA's `cuda.h` for CUDA 12 and 13.
 
 #![allow(non_camel_case_types, non_snake_case)]
+#![warn(missing_docs)]
 
 pub mod audit;
 pub mod constants;

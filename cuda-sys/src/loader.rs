@@ -20,16 +20,36 @@ pub const FC_CUDA_LIBRARY_ENV: &str = "FC_CUDA_LIBRARY";
 pub enum LoadError {
     /// No library could be opened.
     #[error("no CUDA driver library could be opened (tried {tried}): {reason}")]
-    LibraryNotFound { tried: String, reason: String },
+    LibraryNotFound {
+        /// The names or paths tried, comma-separated.
+        tried: String,
+        /// Why each failed.
+        reason: String,
+    },
     /// The library has no `cuGetProcAddress` (drivers older than CUDA 11.3).
     #[error("{library} does not export cuGetProcAddress; a driver of CUDA 11.4 (470) or newer is required")]
-    NoProcAddress { library: String },
+    NoProcAddress {
+        /// The library opened.
+        library: String,
+    },
     /// A required entry point could not be resolved.
     #[error("the CUDA driver lacks the required entry point {name} (ABI {version}): {detail}")]
-    MissingSymbol { name: &'static str, version: i32, detail: String },
+    MissingSymbol {
+        /// The entry point.
+        name: &'static str,
+        /// The ABI version asked for.
+        version: i32,
+        /// What `cuGetProcAddress` said.
+        detail: String,
+    },
     /// The driver is older than the oldest supported one.
     #[error("CUDA driver API version {found} is older than the oldest supported, {min} (CUDA 11.4, driver 470)")]
-    DriverTooOld { found: i32, min: i32 },
+    DriverTooOld {
+        /// The driver's CUDA API version.
+        found: i32,
+        /// The oldest supported.
+        min: i32,
+    },
 }
 
 /// Which `cuGetProcAddress` ABI the library offers.

@@ -13,7 +13,7 @@ pub use std::os::raw::{c_char, c_int, c_uchar, c_uint, c_ulonglong, c_void};
 /// Declares type aliases and records them in [`ALIASES`].
 macro_rules! aliases {
     ($( $(#[$m:meta])* pub type $name:ident = $target:ty; )*) => {
-        $( $(#[$m])* pub type $name = $target; )*
+        $( $(#[$m])* #[doc = concat!("`", stringify!($name), "` of `cuda.h`.")] pub type $name = $target; )*
         /// Every alias declared in this module, for the audit.
         pub const ALIASES: &[AliasDecl] = &[
             $( AliasDecl { name: stringify!($name), target: stringify!($target) } ),*
@@ -41,7 +41,7 @@ macro_rules! structs {
             $(#[$m])*
             #[repr(C)]
             #[derive(Debug, Clone, Copy)]
-            pub struct $name { $( pub $f: $ft ),* }
+            pub struct $name { $( #[doc = concat!("`", stringify!($f), "`, as in `cuda.h`.")] pub $f: $ft ),* }
         )*
         /// Every struct declared in this module, with its Rust layout.
         pub const STRUCTS: &[StructDecl] = &[
@@ -64,7 +64,7 @@ macro_rules! unions {
             $(#[$m])*
             #[repr(C)]
             #[derive(Clone, Copy)]
-            pub union $name { $( pub $f: $ft ),* }
+            pub union $name { $( #[doc = concat!("`", stringify!($f), "`, as in `cuda.h`.")] pub $f: $ft ),* }
 
             impl std::fmt::Debug for $name {
                 fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
