@@ -43,6 +43,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use fc_graph::{CaptureMode, Context, Device, DeviceBuffer, Error, Graph, Result, UpdateReport};
 
+mod isolated;
 mod steps;
 
 const IMPL: &str = "fc";
@@ -104,6 +105,11 @@ struct Args {
     /// they wrap (rows `step_*`), then exit.
     #[arg(long)]
     steps: bool,
+    /// Time an isolated context next to a primary one, alternating in one
+    /// process, and two contexts replaying on one GPU (rows `ctx_*`, see
+    /// bench/src/isolated.rs), then exit.
+    #[arg(long)]
+    isolated: bool,
 }
 
 impl Args {
@@ -170,6 +176,9 @@ fn main() -> ExitCode {
 fn run(args: &Args) -> Result<()> {
     if args.steps {
         return steps::bench_steps(args.device, args.n);
+    }
+    if args.isolated {
+        return isolated::bench_isolated(args);
     }
     let count = Device::count()?;
     let dev = Device::get(args.device)?;
