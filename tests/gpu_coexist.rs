@@ -239,7 +239,9 @@ fn isolated_and_primary_objects_do_not_mix() -> TestResult {
 fn wrapped_primary_memory_in_a_capture() -> TestResult {
     let _serial = serial();
     let ctx = Context::new(0).map_err(fail)?;
-    let bytes = 3 * N * 4;
+    // 2 MiB: a multiple of any allocation granularity, so the driver's
+    // notion of the allocation's end is exactly `bytes` (x, y, z lie at its start).
+    let bytes = 2 << 20;
     let base = with_current(ctx.raw_context(), |d| {
         let mut p: CUdeviceptr = 0;
         // SAFETY: valid out-pointer; the primary context is current.
@@ -288,7 +290,7 @@ fn wrapped_primary_memory_in_a_capture() -> TestResult {
 
         // Ranges that leave the allocation.
         // SAFETY: refused before any use.
-        let past_end = unsafe { ctx.wrap_device_memory(base + 2 * slice, N * 4 + 4) };
+        let past_end = unsafe { ctx.wrap_device_memory(base + bytes as u64 - 16, 32) };
         ensure!(matches!(past_end, Err(Error::BufferTooSmall(_))), "past the end: {past_end:?}");
         // SAFETY: as above.
         let too_big = unsafe { ctx.wrap_device_memory(base, bytes + 1) };
