@@ -54,6 +54,8 @@ use fc_bench::stats::{build_kind, percentile, row_json, us_since, Summary, IMPL}
 use fc_bench::steps::{run_steps, StepOutput, StepsConfig};
 use fc_graph::{CaptureMode, Context, Device, DeviceBuffer, Error, Graph, Result, UpdateReport};
 
+mod isolated;
+
 const MULTI_GPU_KERNELS: usize = 26;
 
 /// Breakable-replay rows: `BREAKS` breaks split the chain into
@@ -112,6 +114,11 @@ struct Args {
     /// they wrap (rows `step_*`), then exit.
     #[arg(long)]
     steps: bool,
+    /// Time an isolated context next to a primary one, alternating in one
+    /// process, and two contexts replaying on one GPU (rows `ctx_*`, see
+    /// bench/src/isolated.rs), then exit.
+    #[arg(long)]
+    isolated: bool,
 }
 
 impl Args {
@@ -185,6 +192,9 @@ fn run(args: &Args) -> Result<()> {
             StepOutput::Probe(p) => println!("{}", p.json()),
             StepOutput::Pdl(_) => {}
         });
+    }
+    if args.isolated {
+        return isolated::bench_isolated(args);
     }
     let count = Device::count()?;
     let dev = Device::get(args.device)?;

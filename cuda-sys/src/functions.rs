@@ -133,6 +133,11 @@ driver_functions! {
     /// synchronisations); the 3.2 ABI (`cuCtxCreate_v2`), in every driver.
     required fn cuCtxCreate(pctx: *mut CUcontext, flags: c_uint, dev: CUdevice) -> CUresult = 3020;
     required fn cuCtxDestroy(ctx: CUcontext) -> CUresult = 4000;
+    /// Waits for every stream of the current context: what the CUDA
+    /// runtime's `cudaDeviceSynchronize` does. The library never calls it
+    /// (it synchronises its own stream only); the coexistence tests use it
+    /// to play a foreign library's device-wide synchronisation.
+    required fn cuCtxSynchronize() -> CUresult = 2000;
 
     // --- streams and capture ---------------------------------------------
     required fn cuStreamCreate(phStream: *mut CUstream, Flags: c_uint) -> CUresult = 2000;

@@ -425,14 +425,14 @@ impl Context {
     {
         retry_invalidated(max_tries, || {
             let mut cap = self.begin_breakable::<L>(mode)?;
-            let recorded = record(&mut cap);
-            if recorded.is_err() && cap.is_invalidated() {
-                return Err(Error::CaptureInvalidated {
-                    call: "the recording",
-                    detail: format!(" ({})", recorded.err().map(|e| e.to_string()).unwrap_or_default()),
-                });
+            if let Err(e) = record(&mut cap) {
+                // A recording that failed because the capture was invalidated
+                // (a launch refused with another error, say) is retried too.
+                if cap.is_invalidated() && !e.is_capture_invalidated() {
+                    return Err(Error::CaptureInvalidated { call: "the recording", detail: format!(" ({e})") });
+                }
+                return Err(e);
             }
-            recorded?;
             cap.end()
         })
     }

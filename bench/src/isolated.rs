@@ -1,0 +1,286 @@
+//! `fc-bench --isolated`: what an isolated context (`Context::isolated`, a
+//! private CUDA context) costs next to a primary one (issue 9, item 5).
+//!
+//! Same workload as the main rows (K = 26 kernels, `z = x + y; x = z * y`
+//! over n floats). The primary and the isolated rig live in one process and
+//! alternate iteration by iteration (order swapped every iteration), so the
+//! difference is the context's, not the process's. Rows (JSON on stdout):
+//!
+//! | row                                       | what is measured                                  |
+//! |-------------------------------------------|---------------------------------------------------|
+//! | `ctx_isolated_memory_bytes`               | device memory an isolated context takes: free     |
+//! |                                           | memory before - after creating it, its stream,    |
+//! |                                           | built-in module and 3 buffers of n floats         |
+//! | `ctx_graph_launch_sync_{primary,isolated}`| launch of the captured K-kernel graph + sync      |
+//! | `ctx_eager_enqueue_per_kernel_{..}`       | K enqueues / K (host; sync untimed)               |
+//! | `ctx_capture_instantiate_{..}`            | begin, K enqueues, end + instantiate (host)       |
+//! | `ctx_replays_per_s_1ctx_{primary,isolated}` | one thread looping launch + sync on one context |
+//! | `ctx_replays_per_s_2ctx_primary`          | two threads, two primary contexts (two streams of |
+//! |                                           | one CUDA context) on one GPU, at once             |
+//! | `ctx_replays_per_s_2ctx_isolated`         | two threads, two isolated contexts (two CUDA      |
+//! |                                           | contexts, time-sliced by the GPU)                 |
+//! | `ctx_replays_per_s_2ctx_mixed`            | one primary + one isolated (an engine beside      |
+//! |                                           | PyTorch)                                          |
+//!
+//! Isolated timing rows carry `primary_median_us` and `ratio_vs_primary`;
+//! the replay rows carry `replays_per_s`, `per_context` and `ratio_vs_1ctx`
+//! (against the one-context row of the same kind; mixed against primary).
+//! `bench/isolated_table.py` turns the rows into a markdown table.
+
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use fc_graph::{CaptureMode, Context, DeviceBuffer, Error, Graph, Result};
+
+use crate::{build_kind, emit_row_with, us_since, Args, IMPL};
+
+/// Kernels of the timed chain (the seed's layer: 13 add/mul pairs).
+const K: usize = 26;
+/// Default timed iterations per row (each alternates both contexts).
+const ITERS: usize = 300;
+
+/// One context with the chain's buffers.
+struct Rig {
+    ctx: Context,
+    x: DeviceBuffer,
+    y: DeviceBuffer,
+    z: DeviceBuffer,
+    n: usize,
+}
+
+impl Rig {
+    fn new(ctx: Context, n: usize) -> Result<Rig> {
+        let bytes = n * std::mem::size_of::<f32>();
+        let (x, y, z) = (ctx.alloc(bytes)?, ctx.alloc(bytes)?, ctx.alloc(bytes)?);
+        let rig = Rig { ctx, x, y, z, n };
+        rig.reset()?;
+        Ok(rig)
+    }
+
+    fn kind(&self) -> &'static str {
+        match self.ctx.kind() {
+            fc_graph::ContextKind::Primary => "primary",
+            fc_graph::ContextKind::Isolated => "isolated",
+        }
+    }
+
+    #[inline]
+    fn enqueue(&self, k: usize) -> Result<()> {
+        for i in 0..k {
+            if i & 1 == 0 {
+                self.ctx.add(&self.x, &self.y, &self.z, self.n)?;
+            } else {
+                self.ctx.mul(&self.z, &self.y, &self.x, self.n)?;
+            }
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn capture(&self, k: usize) -> Result<Graph<()>> {
+        let cap = self.ctx.begin_capture(CaptureMode::ThreadLocal)?;
+        self.enqueue(k)?;
+        cap.end()
+    }
+
+    /// x = 0, y = 1, z = 0.
+    fn reset(&self) -> Result<()> {
+        self.ctx.synchronize()?;
+        self.x.upload(&vec![0.0f32; self.n])?;
+        self.y.upload(&vec![1.0f32; self.n])?;
+        self.z.upload(&vec![0.0f32; self.n])
+    }
+
+    /// After one chain of `k` kernels from `reset()`, x == k/2 everywhere.
+    fn check(&self, k: usize, what: &str) -> Result<()> {
+        self.ctx.synchronize()?;
+        let mut h = vec![0.0f32; self.n];
+        self.x.download(&mut h)?;
+        let want = (k / 2) as f32;
+        if let Some(i) = h.iter().position(|&v| v != want) {
+            return Err(Error::InvalidArgument(format!(
+                "wrong result after {what} on the {} context, K={k}: x[{i}] = {}, want {want}",
+                self.kind(),
+                h[i]
+            )));
+        }
+        eprintln!("[fc] check {what} K={k} on the {} context: ok (x == {want})", self.kind());
+        Ok(())
+    }
+}
+
+/// Runs `f(0)` and `f(1)` once per iteration, alternating which goes first,
+/// after `warmup` untimed rounds; `f` returns the sample (µs).
+fn paired(warmup: usize, iters: usize, mut f: impl FnMut(usize) -> Result<f64>) -> Result<[Vec<f64>; 2]> {
+    for _ in 0..warmup {
+        f(0)?;
+        f(1)?;
+    }
+    let mut out = [Vec::with_capacity(iters), Vec::with_capacity(iters)];
+    for i in 0..iters {
+        let order = if i % 2 == 0 { [0, 1] } else { [1, 0] };
+        for j in order {
+            let v = f(j)?;
+            out[j].push(v);
+        }
+    }
+    Ok(out)
+}
+
+/// Prints the primary and the isolated row of one metric.
+fn emit_pair(metric: &str, [mut primary, mut isolated]: [Vec<f64>; 2]) {
+    let p = emit_row_with(&format!("ctx_{metric}_primary"), K, &mut primary, ",\"context\":\"primary\"");
+    isolated.sort_by(f64::total_cmp);
+    let i = crate::percentile(&isolated, 0.5);
+    let extra = format!(",\"context\":\"isolated\",\"primary_median_us\":{p:.3},\"ratio_vs_primary\":{:.3}", i / p);
+    emit_row_with(&format!("ctx_{metric}_isolated"), K, &mut isolated, &extra);
+}
+
+/// Graph launches + syncs per second, one thread per rig, all at once for
+/// `secs` (each thread captures its own graph first and checks it).
+fn replays_per_s(rigs: &[&Rig], secs: f64) -> Result<Vec<f64>> {
+    let barrier = Barrier::new(rigs.len());
+    let limit = Duration::from_secs_f64(secs);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = rigs
+            .iter()
+            .map(|&rig| {
+                let barrier = &barrier;
+                s.spawn(move || -> Result<f64> {
+                    let warm = (|| -> Result<Graph<()>> {
+                        let g = rig.capture(K)?;
+                        for _ in 0..5 {
+                            g.launch()?;
+                            rig.ctx.synchronize()?;
+                        }
+                        Ok(g)
+                    })();
+                    barrier.wait(); // always reached, so no peer waits forever
+                    let g = warm?;
+                    let t0 = Instant::now();
+                    let mut count = 0u64;
+                    let elapsed = loop {
+                        g.launch()?;
+                        rig.ctx.synchronize()?;
+                        count += 1;
+                        let e = t0.elapsed();
+                        if e >= limit {
+                            break e;
+                        }
+                    };
+                    Ok(count as f64 / elapsed.as_secs_f64())
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+    })
+}
+
+fn emit_replays(row: &str, per: &[f64], baseline: Option<f64>, kinds: &str, secs: f64) -> f64 {
+    let total: f64 = per.iter().sum();
+    let per_list: Vec<String> = per.iter().map(|v| format!("{v:.1}")).collect();
+    let ratio = baseline.map_or(String::new(), |b| format!(",\"ratio_vs_1ctx\":{:.3}", total / b));
+    println!(
+        "{{\"impl\":\"{IMPL}\",\"row\":\"{row}\",\"kernels\":{K},\"replays_per_s\":{total:.1},\"per_context\":[{}],\"contexts\":{},\"kinds\":\"{kinds}\",\"secs\":{secs:.3}{ratio},\"build\":\"{}\"}}",
+        per_list.join(","),
+        per.len(),
+        build_kind(),
+    );
+    eprintln!(
+        "[fc] {row:<36} {total:10.1} replays/s ({}){}",
+        per_list.join(" + "),
+        baseline.map_or(String::new(), |b| format!(", {:.2}x one context", total / b))
+    );
+    total
+}
+
+/// The rows of `fc-bench --isolated`.
+pub(crate) fn bench_isolated(args: &Args) -> Result<()> {
+    let (dev, n, warmup) = (args.device, args.n, args.warmup);
+    let iters = if args.iters > 0 { args.iters } else { ITERS };
+    let secs = args.multi_gpu_secs;
+
+    // Footprint of an isolated context: device-wide free memory before and
+    // after creating it with its stream, built-ins and buffers.
+    let primary = Rig::new(Context::new(dev)?, n)?;
+    primary.enqueue(2)?;
+    primary.ctx.synchronize()?;
+    let (free_before, total) = primary.ctx.mem_info()?;
+    let isolated = Rig::new(Context::isolated(dev)?, n)?;
+    isolated.enqueue(2)?;
+    isolated.ctx.synchronize()?;
+    let (free_after, _) = isolated.ctx.mem_info()?;
+    let bytes = free_before.saturating_sub(free_after);
+    println!(
+        "{{\"impl\":\"{IMPL}\",\"row\":\"ctx_isolated_memory_bytes\",\"kernels\":0,\"median_us\":null,\"bytes\":{bytes},\"mib\":{:.1},\"buffer_bytes\":{},\"device_total_bytes\":{total},\"build\":\"{}\"}}",
+        bytes as f64 / (1u64 << 20) as f64,
+        3 * n * std::mem::size_of::<f32>(),
+        build_kind(),
+    );
+    eprintln!("[fc] isolated context footprint: {:.1} MiB of device memory", bytes as f64 / (1u64 << 20) as f64);
+
+    let rigs = [&primary, &isolated];
+    for rig in rigs {
+        rig.reset()?;
+        rig.enqueue(K)?;
+        rig.check(K, "eager")?;
+    }
+
+    // Eager enqueue, per kernel (host time of the enqueues; sync untimed).
+    let eager = paired(warmup, iters, |j| {
+        let t0 = Instant::now();
+        rigs[j].enqueue(K)?;
+        let t1 = Instant::now();
+        rigs[j].ctx.synchronize()?;
+        Ok(us_since(t0, t1) / K as f64)
+    })?;
+    emit_pair("eager_enqueue_per_kernel", eager);
+
+    // Graph launch + sync.
+    let graphs = [primary.capture(K)?, isolated.capture(K)?];
+    for (rig, g) in rigs.iter().zip(&graphs) {
+        rig.reset()?;
+        g.launch()?;
+        rig.check(K, "graph")?;
+    }
+    let launch = paired(warmup, iters, |j| {
+        let t0 = Instant::now();
+        graphs[j].launch()?;
+        rigs[j].ctx.synchronize()?;
+        Ok(us_since(t0, Instant::now()))
+    })?;
+    emit_pair("graph_launch_sync", launch);
+    drop(graphs);
+
+    // Capture + instantiate (the graph is dropped untimed).
+    let capture = paired(warmup, iters, |j| {
+        let t0 = Instant::now();
+        let g = rigs[j].capture(K)?;
+        let t1 = Instant::now();
+        drop(g);
+        Ok(us_since(t0, t1))
+    })?;
+    emit_pair("capture_instantiate", capture);
+
+    // Two contexts' work on one GPU.
+    let primary2 = Rig::new(Context::new(dev)?, n)?;
+    let isolated2 = Rig::new(Context::isolated(dev)?, n)?;
+    let one_p = replays_per_s(&[&primary], secs)?[0];
+    emit_replays("ctx_replays_per_s_1ctx_primary", &[one_p], None, "primary", secs);
+    let one_i = replays_per_s(&[&isolated], secs)?[0];
+    emit_replays("ctx_replays_per_s_1ctx_isolated", &[one_i], None, "isolated", secs);
+    let per = replays_per_s(&[&primary, &primary2], secs)?;
+    emit_replays("ctx_replays_per_s_2ctx_primary", &per, Some(one_p), "primary+primary", secs);
+    let per = replays_per_s(&[&isolated, &isolated2], secs)?;
+    emit_replays("ctx_replays_per_s_2ctx_isolated", &per, Some(one_i), "isolated+isolated", secs);
+    let per = replays_per_s(&[&primary, &isolated], secs)?;
+    emit_replays("ctx_replays_per_s_2ctx_mixed", &per, Some(one_p), "primary+isolated", secs);
+
+    // The rigs still compute after all of it.
+    for rig in [&primary, &isolated, &primary2, &isolated2] {
+        rig.reset()?;
+        rig.enqueue(K)?;
+        rig.check(K, "final eager")?;
+    }
+    Ok(())
+}
