@@ -7,7 +7,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What usually invalidates a capture, for [`Error::CaptureInvalidated`].
 pub const CAPTURE_INVALIDATED_CAUSES: &str = "usually another thread synchronised the whole device \
-     (cudaDeviceSynchronize, torch.cuda.synchronize) or the legacy default stream, or freed memory \
+     (cudaDeviceSynchronize, torch.cuda.synchronize, cuCtxSynchronize), or freed memory \
      (cudaFree synchronises), while this capture was open on a primary context, or an unsafe call was made \
      while a GLOBAL-mode capture was open; an isolated context (Context::isolated, \
      fc_cuda_init_device_isolated) is immune to other libraries' device-wide synchronisation, and \

@@ -345,8 +345,8 @@ typedef int (*fc_record_fn)(fc_cuda_ctx *ctx, void *user);
 /* Capture with bounded automatic re-recording: opens a capture in `mode`,
  * calls record(ctx, user), ends and instantiates it; when the capture is
  * invalidated (FC_ERR_CAPTURE_INVALIDATED: another thread synchronised the
- * device or the legacy stream, or an unsafe call was made during a GLOBAL
- * capture) it backs off briefly (20 us, doubling, at most 2 ms) and
+ * whole device or freed memory in the same CUDA context, or an unsafe call
+ * was made during a GLOBAL capture) it backs off briefly (20 us, doubling, at most 2 ms) and
  * records again, up to `max_tries` (>= 1) recordings in all. On success
  * *graph_out receives the graph (fc_graph_capture_tries tells how many
  * recordings it took). Any other failure ends it at once; after max_tries
