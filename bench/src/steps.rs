@@ -165,6 +165,8 @@ pub fn step_label(step: &str) -> &'static str {
         "capture_end_instantiate" => "capture end + instantiate",
         "capture_launch_sync_destroy" => "capture + instantiate + launch + sync + destroy",
         "graph_launch" => "graph launch (host side)",
+        "handle_check" => "C ABI handle check: fc_buffer_size vs DeviceBuffer::size, per call",
+        "c_graph_launch" => "graph launch through the C ABI (fc_graph_launch) vs bare",
         _ => "",
     }
 }
@@ -339,6 +341,8 @@ pub fn run_steps(cfg: &StepsConfig, out: &mut dyn FnMut(StepOutput)) -> Result<(
         out(StepOutput::Probe(probe_without_current_context(d, &rig)?));
     }
 
+    c_abi_rows(cfg, out)?;
+
     for &(k, iters) in &cfg.chains {
         // Eager enqueue per kernel, alternating.
         let (mut fc, mut raw) = (Vec::new(), Vec::new());
@@ -469,6 +473,116 @@ pub fn run_steps(cfg: &StepsConfig, out: &mut dyn FnMut(StepOutput)) -> Result<(
         emit(out, "graph_launch", Variant::BareWithExchange, k, &mut shielded);
     }
     Ok(())
+}
+
+/// The C ABI's own cost. `handle_check`: `fc_buffer_size(h)` (handle
+/// decode, table lookup, generation compare, reference count, under
+/// `catch_unwind`) against the Rust call it wraps, `DeviceBuffer::size`, in
+/// batches of calls (one sample = the mean of a batch). `c_graph_launch`:
+/// `fc_graph_launch` of a C-ABI graph of K kernels against the bare
+/// `cuGraphLaunch` of the same executable's twin.
+fn c_abi_rows(cfg: &StepsConfig, out: &mut dyn FnMut(StepOutput)) -> Result<()> {
+    use fcgraph as c;
+    const BATCH: usize = 1000;
+    let device = std::os::raw::c_int::try_from(cfg.device).map_err(|_| fc_graph::Error::invalid("device"))?;
+    let fail = |what: &str| fc_graph::Error::invalid(format!("{what} failed in the C ABI rows"));
+    let cctx = c::fc_cuda_init_device(device);
+    if cctx.is_null() {
+        return Err(fail("fc_cuda_init_device"));
+    }
+    let bufs: Vec<*mut c::fc_buffer> = (0..3).map(|_| c::fc_buffer_alloc_ctx(cctx, cfg.n * 4)).collect();
+    let rust_buf = Context::new(cfg.device)?.alloc(cfg.n * 4)?;
+    let result = (|| {
+        if bufs.iter().any(|b| b.is_null()) {
+            return Err(fail("fc_buffer_alloc_ctx"));
+        }
+        let (mut fc, mut bare) = (Vec::new(), Vec::new());
+        for _ in 0..cfg.single_call_samples.max(100) {
+            let t0 = Instant::now();
+            for _ in 0..BATCH {
+                std::hint::black_box(c::fc_buffer_size(std::hint::black_box(bufs[0])));
+            }
+            fc.push(us_since(t0, Instant::now()) / BATCH as f64);
+            let t0 = Instant::now();
+            for _ in 0..BATCH {
+                std::hint::black_box(std::hint::black_box(&rust_buf).size());
+            }
+            bare.push(us_since(t0, Instant::now()) / BATCH as f64);
+        }
+        emit(out, "handle_check", Variant::Fc, 1, &mut fc);
+        emit(out, "handle_check", Variant::Bare, 1, &mut bare);
+
+        let d = fc_graph::driver()?;
+        let stream = c::fc_ctx_stream(cctx) as CUstream;
+        for &(k, iters) in &cfg.chains {
+            if c::fc_graph_begin_ctx(cctx) != 0 {
+                return Err(fail("fc_graph_begin_ctx"));
+            }
+            for i in 0..k {
+                let rc = if i % 2 == 0 {
+                    c::fc_add_ctx(cctx, bufs[0], bufs[1], bufs[2], cfg.n)
+                } else {
+                    c::fc_mul_ctx(cctx, bufs[2], bufs[1], bufs[0], cfg.n)
+                };
+                if rc != 0 {
+                    c::fc_graph_abort_ctx(cctx);
+                    return Err(fail("fc_add_ctx / fc_mul_ctx"));
+                }
+            }
+            let cg = c::fc_graph_end_ctx(cctx);
+            if cg.is_null() {
+                return Err(fail("fc_graph_end_ctx"));
+            }
+            // The bare twin: the same chain captured through the library's
+            // Rust API, launched with cuGraphLaunch on the C context's stream.
+            let (mut fc, mut bare) = (Vec::new(), Vec::new());
+            let (twin, _twin_buffers) = capture_twin(cfg, k)?;
+            let exec = twin.raw_execs().first().copied().ok_or_else(|| fail("the twin capture"))?;
+            for _ in 0..iters {
+                let t0 = Instant::now();
+                let rc = c::fc_graph_launch(cg);
+                fc.push(us_since(t0, Instant::now()));
+                if rc != 0 || c::fc_sync_ctx(cctx) != 0 {
+                    c::fc_graph_free(cg);
+                    return Err(fail("fc_graph_launch"));
+                }
+                let t0 = Instant::now();
+                // SAFETY: a live executable of the same device's primary
+                // context, launched on the C context's live stream.
+                ok("cuGraphLaunch", unsafe { (d.cuGraphLaunch)(exec, stream) })?;
+                bare.push(us_since(t0, Instant::now()));
+                if c::fc_sync_ctx(cctx) != 0 {
+                    c::fc_graph_free(cg);
+                    return Err(fail("fc_sync_ctx"));
+                }
+            }
+            c::fc_graph_free(cg);
+            emit(out, "c_graph_launch", Variant::Fc, k, &mut fc);
+            emit(out, "c_graph_launch", Variant::Bare, k, &mut bare);
+        }
+        Ok(())
+    })();
+    for b in bufs {
+        c::fc_buffer_free(b);
+    }
+    c::fc_cuda_ctx_free(cctx);
+    result
+}
+
+/// K built-in kernels captured on a fresh primary context of the device,
+/// with the buffers the graph uses (keep them alive while it is launched).
+fn capture_twin(cfg: &StepsConfig, k: usize) -> Result<(Graph, [DeviceBuffer; 3])> {
+    let ctx = Context::new(cfg.device)?;
+    let (x, y, z) = (ctx.alloc(cfg.n * 4)?, ctx.alloc(cfg.n * 4)?, ctx.alloc(cfg.n * 4)?);
+    let cap = ctx.begin_capture(CaptureMode::ThreadLocal)?;
+    for i in 0..k {
+        if i % 2 == 0 {
+            ctx.add(&x, &y, &z, cfg.n)?;
+        } else {
+            ctx.mul(&z, &y, &x, cfg.n)?;
+        }
+    }
+    Ok((cap.end()?, [x, y, z]))
 }
 
 /// Which of the calls on the hot paths work with no context current on the
