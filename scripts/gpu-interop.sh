@@ -123,8 +123,8 @@ find_lib() {
     say "gpu-interop: $var=$path ($how)"
 }
 LIBPATH=""
-find_lib FC_CUBLAS_LIBRARY 'libcublas.so.*' '^libcublas\.so\.[0-9]+$' || true
-find_lib FC_NCCL_LIBRARY 'libnccl.so.*' '^libnccl\.so\.[0-9]+$' || true
+find_lib FC_CUBLAS_LIBRARY 'libcublas.so.*' '^libcublas[.]so[.][0-9]+$' || true
+find_lib FC_NCCL_LIBRARY 'libnccl.so.*' '^libnccl[.]so[.][0-9]+$' || true
 [ -n "$LIBPATH" ] && export LD_LIBRARY_PATH="$LIBPATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 say "gpu-interop: LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
 say "gpu-interop: NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE NCCL_DEBUG=$NCCL_DEBUG"
