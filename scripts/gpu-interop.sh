@@ -28,7 +28,7 @@
 #      FC_INTEROP_TIMEOUT_S (the programs' own stall watchdog, 300 s),
 #      NCCL_DEBUG (WARN unless set).
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 ROOT=$(pwd)
 OUT=${OUT:-/tmp/fc-interop}
 mkdir -p "$OUT"
