@@ -23,7 +23,10 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
 CC="${CC:-gcc}"
 CXX="${CXX:-g++}"
-TESTS=(test_elementwise test_replay test_errors test_breakable test_user_kernel)
+# test_cublas / test_nccl open cuBLAS / NCCL at run time and skip visibly
+# without them (FC_CUBLAS_LIBRARY, FC_NCCL_LIBRARY; scripts/gpu-interop.sh
+# finds PyTorch's copies and runs them with FC_REQUIRE_INTEROP=1).
+TESTS=(test_elementwise test_replay test_errors test_breakable test_user_kernel test_cublas test_nccl)
 SEED_NAME=test_graph_capture_concurrency
 SEED_SRC="$ROOT/../shared/seeds/$SEED_NAME.c"
 SEED_RUNS="${FC_SEED_RUNS:-1}"
@@ -172,7 +175,7 @@ build_all() {
     check_header_compiles "$ROOT/include"
 
     section build
-    local link=(-L "$out/lib" -lfcgraph -lpthread -lm '-Wl,-rpath,$ORIGIN/../lib')
+    local link=(-L "$out/lib" -lfcgraph -lpthread -lm -ldl '-Wl,-rpath,$ORIGIN/../lib')
     if [[ -f $SEED_SRC ]]; then
         rm -f "$out/bin/$SEED_NAME"
         log "$CC -std=c11 -O2 -Wall -Wextra -I include $SEED_SRC ... -o $out/bin/$SEED_NAME"
