@@ -180,7 +180,16 @@ int fc_ctx_mem_info(const fc_cuda_ctx *ctx, size_t *free_bytes, size_t *total_by
  * captures it is RECORDED into the graph (and replayed with it), not run.
  * The capture-mode shield covers only fc-graph's own calls: the caller's
  * potentially unsafe calls on a capturing thread (cudaMalloc, cudaMemcpy
- * without Async, synchronisations) follow the capture mode's rules. */
+ * without Async, synchronisations) follow the capture mode's rules.
+ *
+ * cuBLAS and NCCL use the CUDA context current on the calling thread:
+ * create the (primary) fc context on that thread first (it is then left
+ * current), then the cuBLAS handle; cublasSetStream(h, fc_ctx_stream(ctx)),
+ * then cublasSetWorkspace (setting the stream resets it) with memory from
+ * fc_buffer_alloc_ctx; run the work once eagerly before capturing it.
+ * Examples: examples/interop/ (a cuBLAS GEMM between fc kernels in one
+ * graph) and ctest/test_nccl.c (ncclAllReduce in one graph per device,
+ * replayed from one thread per device). */
 void *fc_ctx_stream(const fc_cuda_ctx *ctx);
 void *fc_ctx_cu_context(const fc_cuda_ctx *ctx);
 
