@@ -18,6 +18,14 @@ import json
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from interop_table import interop_tables  # noqa: E402
+from isolated_table import isolated_table  # noqa: E402
+
+# fc-bench --steps: the C ABI's handle check must cost less than this
+# (fc_buffer_size through the C ABI minus the Rust call it wraps).
+HANDLE_CHECK_GOAL_US = 0.020
+
 IMPLS = ("fc", "raw", "torch")
 IMPL_NAMES = {"fc": "fc-graph (Rust)", "raw": "raw driver API (C)", "torch": "PyTorch"}
 
@@ -494,10 +502,11 @@ def pdl_table(data, status, tally, missed):
     return out
 
 
-def steps_table(path):
+def steps_table(path, tally=None, missed=None):
     """The attribution table: each step of fc-graph next to the bare driver
     call(s) it wraps, timed alternately in one process (`fc-bench --steps`).
-    Process-to-process variation cancels out here."""
+    Process-to-process variation cancels out here. Counts the handle-check
+    goal into `tally` / `missed` when given."""
     rows, _, err = load(path)
     if not rows:
         return ["", "## Where the time goes", "", f"(no step rows: {err or 'empty'})"]
@@ -518,6 +527,17 @@ def steps_table(path):
         if row.startswith("step_") and not row.endswith(("_fc", "_bare")) and o.get("median_us") is not None:
             out.append(f"| {row[len('step_'):]} (bare driver calls only) | {k} | "
                        f"{o['median_us']:.3f} | — | — | — |")
+    hc, hb = rows.get(("step_handle_check_fc", 1)), rows.get(("step_handle_check_bare", 1))
+    if hc and hb:
+        cost = hc["median_us"] - hb["median_us"]
+        ok = cost < HANDLE_CHECK_GOAL_US
+        verdict = "met" if ok else "MISSED"
+        out += ["", f"**Handle check** (C ABI `fc_buffer_size` vs the Rust call it wraps): {1000 * cost:.1f} ns per "
+                f"call; goal < {1000 * HANDLE_CHECK_GOAL_US:.0f} ns: {verdict}."]
+        if tally is not None:
+            tally[verdict] += 1
+        if missed is not None and not ok:
+            missed.append(f"handle check: {1000 * cost:.1f} ns per call (goal < {1000 * HANDLE_CHECK_GOAL_US:.0f} ns)")
     probe = rows.get(("probe_no_current_context", 0))
     if probe:
         rcs = ", ".join(f"{k[3:]}={v}" for k, v in probe.items() if k.startswith("rc_"))
@@ -543,6 +563,8 @@ def main():
     ap.add_argument("--out", help="write the markdown here (default: stdout only)")
     ap.add_argument("--steps", metavar="JSONL",
                     help="rows of `fc-bench --steps`: each library step next to the bare driver call, same process")
+    ap.add_argument("--isolated", metavar="JSONL", help="rows of `fc-bench --isolated`: isolated vs primary contexts")
+    ap.add_argument("--interop", metavar="JSONL", help="rows of bench/interop/interop_bench.c: cuBLAS and NCCL")
     args = ap.parse_args()
 
     status = {impl: "ok" for impl in IMPLS}
@@ -656,6 +678,12 @@ def main():
 
     L.extend(pdl_table(data, status, tally, missed))
     L.append("")
+    extra = []
+    if args.interop:
+        extra.extend(interop_tables(args.interop, tally, missed))
+    if args.isolated:
+        extra.extend(isolated_table(args.isolated))
+    steps = steps_table(args.steps, tally, missed)
 
     L.append(f"**Goals:** {tally['met']} met, {tally['MISSED']} missed, {tally['n/a']} not measurable.")
     for m in missed:
@@ -694,7 +722,8 @@ def main():
         L.append("</details>")
         L.append("")
 
-    L.extend(steps_table(args.steps))
+    L.extend(extra)
+    L.extend(steps)
     md = "\n".join(L)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
