@@ -29,6 +29,9 @@ pub(crate) struct Recording<L> {
     pieces: Vec<Pending<L>>,
     segment_open: bool,
     failed: Option<Error>,
+    /// Whether a break's function runs once when the break is recorded
+    /// (the default); a graph cache records without running them.
+    run_breaks: bool,
 }
 
 // SAFETY: the raw graphs are driver handles usable from any thread, and
@@ -44,7 +47,7 @@ impl<L> Recording<L> {
         state.check_can_begin()?;
         begin_segment(ctx, mode)?;
         state.begin(ThreadTag::current())?;
-        Ok(Recording { mode, pieces: Vec::new(), segment_open: true, failed: None })
+        Ok(Recording { mode, pieces: Vec::new(), segment_open: true, failed: None, run_breaks: true })
     }
 
     fn fail(&mut self, e: Error) -> Error {
@@ -57,8 +60,15 @@ impl<L> Recording<L> {
         self.pieces.len()
     }
 
-    /// A break: ends the current segment, runs `f` once now with `live`,
-    /// records it and opens the next segment.
+    /// From now on breaks are recorded without running their function (it
+    /// runs at replay only): for callers whose capture must have no effect
+    /// beyond recording, such as the graph cache.
+    pub(crate) fn defer_breaks(&mut self) {
+        self.run_breaks = false;
+    }
+
+    /// A break: ends the current segment, runs `f` once now with `live`
+    /// (unless breaks are deferred), records it and opens the next segment.
     pub(crate) fn brk(&mut self, ctx: &Context, live: &L, f: BreakFn<L>) -> Result<()> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
@@ -68,7 +78,7 @@ impl<L> Recording<L> {
             Ok(seg) => self.pieces.push(Pending::Segment(seg)),
             Err(e) => return Err(self.fail(e)),
         }
-        let ran = ctx.run_break(|| f(ctx, live));
+        let ran = if self.run_breaks { ctx.run_break(|| f(ctx, live)) } else { Ok(()) };
         self.pieces.push(Pending::Break(f));
         // Reopen the next segment even after a failed break, so that work
         // queued before `end` is recorded (and discarded), never run eagerly.
@@ -337,6 +347,14 @@ impl<L> Capture<L> {
         self.recording.as_mut().ok_or_else(|| Error::capture_state("the capture has ended"))
     }
 
+    /// Records later breaks without running their function now (see
+    /// [`Recording::defer_breaks`]).
+    pub(crate) fn defer_breaks(&mut self) {
+        if let Some(r) = self.recording.as_mut() {
+            r.defer_breaks();
+        }
+    }
+
     /// A break: ends the current segment, runs `f` once now (eagerly, on
     /// the context's stream, with `live`), records it, and opens the next
     /// segment. At replay `f` runs again between the two segments with the
@@ -423,34 +441,60 @@ impl Context {
     where
         F: FnMut(&mut Capture<L>) -> Result<()>,
     {
-        retry_invalidated(max_tries, || {
-            let mut cap = self.begin_breakable::<L>(mode)?;
-            if let Err(e) = record(&mut cap) {
-                // A recording that failed because the capture was invalidated
-                // (a launch refused with another error, say) is retried too.
-                if cap.is_invalidated() && !e.is_capture_invalidated() {
-                    return Err(Error::CaptureInvalidated { call: "the recording", detail: format!(" ({e})") });
-                }
-                return Err(e);
+        retry_invalidated(max_tries, || self.record_guarded(mode, &mut record)?.end())
+            .map(|(graph, tries)| Recaptured { graph, tries })
+    }
+
+    /// Like [`Context::capture_with_retry`], but ends each recording into
+    /// `graph` with [`Capture::end_update`] (segments updated in place where
+    /// the topology allows, instantiated anew elsewhere). Returns what the
+    /// update did and how many recordings it took. An invalidated recording
+    /// fails before `graph` is touched; on any other error `graph` is as
+    /// `end_update` leaves it.
+    pub fn update_with_retry<L, F>(
+        &self,
+        mode: CaptureMode,
+        max_tries: u32,
+        graph: &mut Graph<L>,
+        mut record: F,
+    ) -> Result<(UpdateReport, u32)>
+    where
+        F: FnMut(&mut Capture<L>) -> Result<()>,
+    {
+        retry_invalidated(max_tries, || self.record_guarded(mode, &mut record)?.end_update(graph))
+    }
+
+    /// Opens a guarded capture and runs `record` on it; a failed recording
+    /// on an invalidated capture becomes [`Error::CaptureInvalidated`].
+    fn record_guarded<L>(
+        &self,
+        mode: CaptureMode,
+        record: &mut impl FnMut(&mut Capture<L>) -> Result<()>,
+    ) -> Result<Capture<L>> {
+        let mut cap = self.begin_breakable::<L>(mode)?;
+        if let Err(e) = record(&mut cap) {
+            // A recording that failed because the capture was invalidated
+            // (a launch refused with another error, say) is retried too.
+            if cap.is_invalidated() && !e.is_capture_invalidated() {
+                return Err(Error::CaptureInvalidated { call: "the recording", detail: format!(" ({e})") });
             }
-            cap.end()
-        })
+            return Err(e);
+        }
+        Ok(cap)
     }
 }
 
 /// Runs `attempt` up to `max_tries` times while it fails with an
-/// invalidated capture, backing off between tries.
-pub(crate) fn retry_invalidated<T>(
-    max_tries: u32,
-    mut attempt: impl FnMut() -> Result<Graph<T>>,
-) -> Result<Recaptured<T>> {
+/// invalidated capture, backing off between tries; returns its value and
+/// the number of tries.
+pub(crate) fn retry_invalidated<R>(max_tries: u32, mut attempt: impl FnMut() -> Result<R>) -> Result<(R, u32)> {
     if max_tries == 0 {
         return Err(Error::invalid("max_tries must be at least 1"));
     }
     let mut backoff = std::time::Duration::from_micros(20);
     for tries in 1..=max_tries {
         match attempt() {
-            Ok(graph) => return Ok(Recaptured { graph, tries }),
+            Ok(value) => return Ok((value, tries)),
             Err(e) if e.is_capture_invalidated() && tries < max_tries => {
                 std::thread::sleep(backoff);
                 backoff = (backoff * 2).min(std::time::Duration::from_millis(2));

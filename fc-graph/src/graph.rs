@@ -3,9 +3,13 @@
 
 use cuda_sys::*;
 
+use std::ffi::{CStr, CString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
 use crate::context::Context;
 use crate::driver::{check, shielded, RawCtx};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// A break's host function: receives the context and the *live* value
 /// passed to [`Graph::replay`].
@@ -86,6 +90,27 @@ impl GraphExec {
             self.source = graph;
         }
         Ok(updated)
+    }
+
+    /// Nodes in the graph this executable was made from (kept as
+    /// `source`, so this works after instantiation and after updates).
+    pub(crate) fn node_count(&self) -> Result<usize> {
+        let source = self.source;
+        shielded(self.ctx.raw_ctx(), |d| node_count(d, source))
+    }
+
+    /// Writes the source graph as Graphviz DOT to `path` (verbose).
+    pub(crate) fn debug_dot(&self, path: &CStr) -> Result<()> {
+        let source = self.source;
+        shielded(self.ctx.raw_ctx(), |d| {
+            let print = d.cuGraphDebugDotPrint.ok_or_else(|| Error::Unsupported {
+                feature: "cuGraphDebugDotPrint (graph DOT output)",
+                needs: "a CUDA 11.3+ driver".into(),
+            })?;
+            // SAFETY: live graph and a NUL-terminated path; the flags are a
+            // valid CUgraphDebugDot_flags value.
+            check("cuGraphDebugDotPrint", unsafe { print(source, path.as_ptr(), CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE) })
+        })
     }
 
     /// Launches on `stream` (asynchronous).
@@ -223,6 +248,76 @@ impl<L> Graph<L> {
     /// The context whose stream the graph replays on.
     pub fn context(&self) -> &Context {
         &self.ctx
+    }
+
+    /// Nodes in each piece, in order (`segment_count()` entries): a
+    /// segment's node count (`cuGraphGetNodes` on the graph it was
+    /// instantiated from), 0 for a break or a segment that recorded no work.
+    pub fn piece_node_counts(&self) -> Result<Vec<usize>> {
+        self.pieces
+            .iter()
+            .map(|p| match p {
+                Piece::Segment(Some(e)) => e.node_count(),
+                _ => Ok(0),
+            })
+            .collect()
+    }
+
+    /// Nodes in the graph: the sum over its segments (breaks have none).
+    pub fn node_count(&self) -> Result<usize> {
+        Ok(self.piece_node_counts()?.iter().sum())
+    }
+
+    /// Writes the graph as Graphviz DOT to `path` (created or replaced), for
+    /// debugging: one `digraph` per non-empty segment, in replay order, each
+    /// as `cuGraphDebugDotPrint` writes it (verbose: kernel names,
+    /// parameters, memory nodes), preceded by a `//` comment naming its piece;
+    /// breaks and empty segments appear as comments only. `dot -Tsvg` renders
+    /// every digraph of the file. Needs a CUDA 11.3+ driver
+    /// ([`Error::Unsupported`] otherwise). Per-segment files are written next
+    /// to `path` (`<path>.fc-piece<i>.tmp`) and removed again.
+    pub fn debug_dot(&self, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
+        let io = |what: &str, p: &Path, e: std::io::Error| Error::invalid(format!("{what} {}: {e}", p.display()));
+        let counts = self.piece_node_counts()?;
+        let segments = self.pieces.iter().filter(|p| matches!(p, Piece::Segment(_))).count();
+        let mut out = format!(
+            "// fc-graph: {} pieces ({segments} segments, {} breaks), {} nodes; one digraph per non-empty segment\n",
+            self.pieces.len(),
+            self.break_count(),
+            counts.iter().sum::<usize>()
+        );
+        let mut temps = Vec::new();
+        let result = (|| {
+            for (i, piece) in self.pieces.iter().enumerate() {
+                match piece {
+                    Piece::Segment(Some(e)) => {
+                        let mut tmp = path.as_os_str().to_owned();
+                        tmp.push(format!(".fc-piece{i}.tmp"));
+                        let tmp = PathBuf::from(tmp);
+                        let c_tmp = CString::new(tmp.as_os_str().as_bytes())
+                            .map_err(|_| Error::invalid(format!("path {} contains a NUL byte", path.display())))?;
+                        temps.push(tmp.clone());
+                        e.debug_dot(&c_tmp)?;
+                        let text = std::fs::read_to_string(&tmp).map_err(|err| io("reading", &tmp, err))?;
+                        out.push_str(&format!("// piece {i}: segment, {} nodes\n", counts[i]));
+                        out.push_str(&text);
+                        if !text.ends_with('\n') {
+                            out.push('\n');
+                        }
+                    }
+                    Piece::Break(_) => out.push_str(&format!("// piece {i}: break (runs on the host at replay)\n")),
+                    Piece::Segment(None) | Piece::Reuse(_) => {
+                        out.push_str(&format!("// piece {i}: segment that recorded no work\n"))
+                    }
+                }
+            }
+            std::fs::write(path, &out).map_err(|err| io("writing", path, err))
+        })();
+        for t in temps {
+            let _ = std::fs::remove_file(t);
+        }
+        result
     }
 
     /// Replays every piece in order on the context's stream: segments are

@@ -80,8 +80,9 @@ impl Context {
         LivePtr(self.inner.running_live.load(Ordering::SeqCst))
     }
 
-    /// Runs `f` with `live` published as the running live value.
-    fn with_running_live<T>(&self, live: LivePtr, f: impl FnOnce() -> T) -> T {
+    /// Runs `f` with `live` published as the running live value (what a
+    /// pass-through [`Context::break_held`] hands its function).
+    pub(crate) fn with_running_live<T>(&self, live: LivePtr, f: impl FnOnce() -> T) -> T {
         let previous = self.inner.running_live.swap(live.0, Ordering::SeqCst);
         struct Restore<'a>(&'a Context, *mut std::os::raw::c_void);
         impl Drop for Restore<'_> {
@@ -135,17 +136,61 @@ impl Context {
         F: FnMut(&Context) -> Result<()>,
     {
         retry_invalidated(max_tries, || {
-            self.begin_held(mode, capture_live)?;
-            let recorded = record(self);
-            if let Err(e) = recorded {
-                let invalidated = self.held_slot()?.as_ref().is_some_and(|r| r.stream_invalidated(self));
-                let _ = self.abort_held();
-                if invalidated && !e.is_capture_invalidated() {
-                    return Err(Error::CaptureInvalidated { call: "the recording", detail: format!(" ({e})") });
-                }
-                return Err(e);
-            }
+            self.record_held(mode, capture_live, &mut record)?;
             self.end_held()
         })
+        .map(|(graph, tries)| Recaptured { graph, tries })
+    }
+
+    /// Like [`Context::capture_held_with_retry`], but ends each recording
+    /// into `graph` with [`Context::end_held_update`] (segments updated in
+    /// place where the topology allows). Returns what the update did and
+    /// how many recordings it took.
+    pub fn update_held_with_retry<F>(
+        &self,
+        mode: CaptureMode,
+        capture_live: LivePtr,
+        max_tries: u32,
+        graph: &mut Graph<LivePtr>,
+        mut record: F,
+    ) -> Result<(UpdateReport, u32)>
+    where
+        F: FnMut(&Context) -> Result<()>,
+    {
+        retry_invalidated(max_tries, || {
+            self.record_held(mode, capture_live, &mut record)?;
+            self.end_held_update(graph)
+        })
+    }
+
+    /// Opens a held capture and runs `record`; on failure the capture is
+    /// dropped, and a failure on an invalidated capture becomes
+    /// [`Error::CaptureInvalidated`].
+    fn record_held(
+        &self,
+        mode: CaptureMode,
+        capture_live: LivePtr,
+        record: &mut impl FnMut(&Context) -> Result<()>,
+    ) -> Result<()> {
+        self.begin_held(mode, capture_live)?;
+        let recorded = record(self);
+        if let Err(e) = recorded {
+            let invalidated = self.held_slot()?.as_ref().is_some_and(|r| r.stream_invalidated(self));
+            let _ = self.abort_held();
+            if invalidated && !e.is_capture_invalidated() {
+                return Err(Error::CaptureInvalidated { call: "the recording", detail: format!(" ({e})") });
+            }
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Makes the open held capture record its later breaks without running
+    /// their function (see `Recording::defer_breaks`).
+    pub(crate) fn defer_held_breaks(&self) -> Result<()> {
+        self.held_slot()?
+            .as_mut()
+            .map(Recording::defer_breaks)
+            .ok_or_else(|| Error::capture_state("no capture is open on this context"))
     }
 }

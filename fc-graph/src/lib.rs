@@ -218,6 +218,29 @@
 //! assert_eq!(bucket_for(&ladder, 513), None);
 //! ```
 //!
+//! ## Graph cache
+//!
+//! [`GraphCache`] keeps one graph per key (a bucket, a shape) and runs a
+//! key's work once per call: replayed when its graph is ready, captured
+//! (optionally after an eager warm-up) when it is not, updated in place
+//! after [`GraphCache::invalidate`], and run eagerly when capturing fails,
+//! with bounded retries and a time-based backoff instead of a permanent
+//! latch; least recently used graphs are evicted under a count and a byte
+//! cap. See [`cache`].
+//!
+//! ```no_run
+//! use fc_graph::{CacheConfig, Context, GraphCache};
+//!
+//! # fn main() -> fc_graph::Result<()> {
+//! let ctx = Context::new(0)?;
+//! let (x, y) = (ctx.alloc(4096 * 4)?, ctx.alloc(4096 * 4)?);
+//! let cache: GraphCache<usize> = GraphCache::new(&ctx, CacheConfig::default())?;
+//! for n in [16, 32, 16] {
+//!     cache.run(&n, &(), |rec| rec.context().add(&x, &y, &x, n))?; // captured, captured, replayed
+//! }
+//! # Ok(()) }
+//! ```
+//!
 //! ## Layout
 //!
 //! [`driver()`] loads the driver ([`cuda_sys`]); [`device`], [`context`],
@@ -225,11 +248,12 @@
 //! and [`module`] the kernels, [`launch`] how they are launched (with
 //! programmatic dependent launch where it pays); [`capture`],
 //! [`capture_state`], [`held`] and [`graph`] capture and replay; [`event`]
-//! timing events; [`buckets`] token buckets.
+//! timing events; [`buckets`] token buckets; [`cache`] the graph cache.
 
 pub mod buckets;
 pub mod buffer;
 pub mod builtins;
+pub mod cache;
 pub mod capture;
 pub mod capture_state;
 pub mod context;
@@ -247,6 +271,7 @@ pub mod ptx_params;
 
 pub use buffer::{DeviceBuffer, Origin};
 pub use builtins::BinaryOp;
+pub use cache::{CacheConfig, CacheStats, GraphCache, Outcome};
 pub use capture::{break_here, Capture, Recaptured};
 pub use context::{CaptureMode, Context, ContextKind, LivePtr};
 pub use device::Device;
