@@ -1,6 +1,9 @@
 //! Capture, break and graph exports (captures held by the context).
 
-use std::os::raw::{c_int, c_void};
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_int, c_void};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
 use std::sync::{Arc, RwLock, TryLockError};
 
 use ::fc_graph::graph::Graph;
@@ -50,7 +53,7 @@ fn graph(g: *const fc_graph) -> Result<Arc<CGraph>> {
     handles::get::<CGraph>(g, "graph")
 }
 
-fn capture_mode(mode: c_int) -> Result<CaptureMode> {
+pub(crate) fn capture_mode(mode: c_int) -> Result<CaptureMode> {
     match u32::try_from(mode) {
         Ok(header::FC_CAPTURE_MODE_GLOBAL) => Ok(CaptureMode::Global),
         Ok(header::FC_CAPTURE_MODE_THREAD_LOCAL) => Ok(CaptureMode::ThreadLocal),
@@ -244,4 +247,51 @@ pub extern "C" fn fc_graph_segment_count(g: *const fc_graph) -> c_int {
 #[no_mangle]
 pub extern "C" fn fc_graph_free(g: *mut fc_graph) {
     release(g, |g| handles::remove::<CGraph>(g, "graph").map(drop))
+}
+
+/// Reads a NUL-terminated file path argument (any bytes but NUL).
+///
+/// # Safety
+/// A non-null `p` must point at a NUL-terminated string.
+pub(crate) unsafe fn c_path(p: *const c_char) -> Result<PathBuf> {
+    if p.is_null() {
+        return Err(Error::invalid("path is NULL"));
+    }
+    // SAFETY: per the caller's contract.
+    let bytes = unsafe { CStr::from_ptr(p) }.to_bytes();
+    if bytes.is_empty() {
+        return Err(Error::invalid("path is empty"));
+    }
+    Ok(PathBuf::from(std::ffi::OsStr::from_bytes(bytes)))
+}
+
+/// `size_t fc_graph_node_count(const fc_graph *graph)`
+#[no_mangle]
+pub extern "C" fn fc_graph_node_count(g: *const fc_graph) -> usize {
+    value(0, || graph(g)?.read(|g| g.node_count()))
+}
+
+/// `size_t fc_graph_segment_node_count(const fc_graph *graph, size_t index)`
+#[no_mangle]
+pub extern "C" fn fc_graph_segment_node_count(g: *const fc_graph, index: usize) -> usize {
+    value(0, || {
+        let counts = graph(g)?.read(|g| g.piece_node_counts())?;
+        counts.get(index).copied().ok_or_else(|| {
+            Error::invalid(format!("piece index {index} out of range (the graph has {} pieces)", counts.len()))
+        })
+    })
+}
+
+/// `int fc_graph_debug_dot(const fc_graph *graph, const char *path)`
+///
+/// # Safety
+/// `path` is NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn fc_graph_debug_dot(g: *const fc_graph, path: *const c_char) -> c_int {
+    status(|| {
+        let g = graph(g)?;
+        // SAFETY: per this function's contract.
+        let path = unsafe { c_path(path) }?;
+        g.read(|g| g.debug_dot(&path))
+    })
 }

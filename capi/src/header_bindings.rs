@@ -21,6 +21,12 @@ pub const FC_CAPTURE_MODE_THREAD_LOCAL: u32 = 1;
 pub const FC_CAPTURE_MODE_RELAXED: u32 = 2;
 pub const FC_LAUNCH_PDL: u32 = 1;
 pub const FC_LAUNCH_PLAIN: u32 = 2;
+pub const FC_CACHE_HIT: u32 = 0;
+pub const FC_CACHE_CAPTURED: u32 = 1;
+pub const FC_CACHE_WARMED_UP: u32 = 2;
+pub const FC_CACHE_REFRESHED: u32 = 3;
+pub const FC_CACHE_EAGER_FAILED: u32 = 4;
+pub const FC_CACHE_EAGER_BACKOFF: u32 = 5;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct fc_cuda_ctx {
@@ -44,6 +50,16 @@ pub struct fc_module {
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct fc_kernel {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct fc_graph_cache {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct fc_buckets {
     _unused: [u8; 0],
 }
 unsafe extern "C" {
@@ -282,4 +298,105 @@ unsafe extern "C" {
 }
 unsafe extern "C" {
     pub fn fc_graph_free(graph: *mut fc_graph);
+}
+unsafe extern "C" {
+    pub fn fc_graph_node_count(graph: *const fc_graph) -> usize;
+}
+unsafe extern "C" {
+    pub fn fc_graph_segment_node_count(graph: *const fc_graph, index: usize) -> usize;
+}
+unsafe extern "C" {
+    pub fn fc_graph_debug_dot(graph: *const fc_graph, path: *const ::std::os::raw::c_char) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
+    pub fn fc_buckets_ladder(max_tokens: usize) -> *mut fc_buckets;
+}
+unsafe extern "C" {
+    pub fn fc_buckets_from_list(sizes: *const usize, count: usize, max_tokens: usize) -> *mut fc_buckets;
+}
+unsafe extern "C" {
+    pub fn fc_buckets_free(buckets: *mut fc_buckets);
+}
+unsafe extern "C" {
+    pub fn fc_buckets_count(buckets: *const fc_buckets) -> usize;
+}
+unsafe extern "C" {
+    pub fn fc_buckets_get(buckets: *const fc_buckets, i: usize) -> usize;
+}
+unsafe extern "C" {
+    pub fn fc_buckets_for(buckets: *const fc_buckets, n: usize) -> usize;
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct fc_graph_cache_config {
+    pub max_entries: usize,
+    pub max_bytes: usize,
+    pub warmup: ::std::os::raw::c_int,
+    pub max_tries: ::std::os::raw::c_int,
+    pub fail_threshold: ::std::os::raw::c_int,
+    pub backoff_ms: ::std::os::raw::c_uint,
+    pub max_backoff_ms: ::std::os::raw::c_uint,
+    pub mode: ::std::os::raw::c_int,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct fc_graph_cache_stats {
+    pub hits: u64,
+    pub misses: u64,
+    pub captures: u64,
+    pub updates: u64,
+    pub reinstantiations: u64,
+    pub fallbacks: u64,
+    pub failures: u64,
+    pub evictions: u64,
+    pub entries: usize,
+    pub graphs: usize,
+    pub bytes: usize,
+}
+unsafe extern "C" {
+    pub fn fc_graph_cache_config_default(cfg: *mut fc_graph_cache_config);
+}
+unsafe extern "C" {
+    pub fn fc_graph_cache_new(ctx: *mut fc_cuda_ctx, cfg: *const fc_graph_cache_config) -> *mut fc_graph_cache;
+}
+unsafe extern "C" {
+    pub fn fc_graph_cache_free(cache: *mut fc_graph_cache);
+}
+unsafe extern "C" {
+    pub fn fc_graph_cache_run(
+        cache: *mut fc_graph_cache,
+        key: u64,
+        record: fc_record_fn,
+        user: *mut ::std::os::raw::c_void,
+        live: *mut ::std::os::raw::c_void,
+        outcome: *mut ::std::os::raw::c_int,
+    ) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
+    pub fn fc_graph_cache_invalidate(cache: *mut fc_graph_cache, key: u64) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
+    pub fn fc_graph_cache_invalidate_all(cache: *mut fc_graph_cache) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
+    pub fn fc_graph_cache_remove(cache: *mut fc_graph_cache, key: u64) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
+    pub fn fc_graph_cache_clear(cache: *mut fc_graph_cache) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
+    pub fn fc_graph_cache_stats_get(
+        cache: *const fc_graph_cache,
+        out: *mut fc_graph_cache_stats,
+    ) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
+    pub fn fc_graph_cache_node_count(cache: *const fc_graph_cache, key: u64) -> usize;
+}
+unsafe extern "C" {
+    pub fn fc_graph_cache_debug_dot(
+        cache: *const fc_graph_cache,
+        key: u64,
+        path: *const ::std::os::raw::c_char,
+    ) -> ::std::os::raw::c_int;
 }

@@ -14,7 +14,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use ::fc_graph::{Error, Result};
 
+mod buckets;
 mod buffer;
+mod cache;
 mod context;
 mod graph;
 pub(crate) mod handles;
@@ -22,7 +24,9 @@ mod info;
 mod kernel;
 mod last_error;
 
+pub use buckets::*;
 pub use buffer::*;
+pub use cache::*;
 pub use context::*;
 pub use graph::*;
 pub use info::*;
@@ -46,7 +50,10 @@ mod header_check {
 /// How many functions `fc_cuda.h` declares (each checked at compile time).
 pub const HEADER_FUNCTION_COUNT: usize = header_check::HEADER_FUNCTIONS;
 
-pub use header::{fc_break_fn, fc_buffer, fc_cuda_ctx, fc_graph, fc_kernel, fc_module, fc_record_fn};
+pub use header::{
+    fc_break_fn, fc_buckets, fc_buffer, fc_cuda_ctx, fc_graph, fc_graph_cache, fc_graph_cache_config,
+    fc_graph_cache_stats, fc_kernel, fc_module, fc_record_fn,
+};
 
 /// The header's status code for an error.
 pub fn status_code(e: &Error) -> c_int {

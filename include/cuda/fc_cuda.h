@@ -102,6 +102,8 @@ typedef struct fc_buffer fc_buffer;
 typedef struct fc_graph fc_graph;
 typedef struct fc_module fc_module;
 typedef struct fc_kernel fc_kernel;
+typedef struct fc_graph_cache fc_graph_cache;
+typedef struct fc_buckets fc_buckets;
 
 /* ---- library ----------------------------------------------------------- */
 /* Library version, e.g. "0.1.0". A static string. */
@@ -383,6 +385,194 @@ int fc_graph_segment_count(const fc_graph *graph);
 /* May be called while a launch is still running on the device (the driver
  * finishes it first). */
 void fc_graph_free(fc_graph *graph);
+
+/* ---- graph diagnostics ----------------------------------------------------
+ * Node counts come from the graphs the segments were instantiated from
+ * (cuGraphGetNodes), so they are exact after instantiation and updates. */
+/* Nodes in the graph, summed over its segments (breaks have none); 0 and
+ * an error for a bad handle. */
+size_t fc_graph_node_count(const fc_graph *graph);
+/* Nodes in piece `index` (0 <= index < fc_graph_segment_count(graph)): the
+ * segment's node count, 0 for a break or a segment that recorded no work;
+ * 0 and an error for a bad handle or an index out of range. */
+size_t fc_graph_segment_node_count(const fc_graph *graph, size_t index);
+/* Writes the graph as Graphviz DOT to `path` (created or replaced) with
+ * cuGraphDebugDotPrint (verbose: kernel names, parameters, memset and copy
+ * nodes). The file holds one `digraph` per non-empty segment, in replay
+ * order, each preceded by a `//` comment naming its piece; breaks and empty
+ * segments appear as comments only (`dot -Tsvg file` renders every digraph).
+ * Per-segment files `<path>.fc-piece<i>.tmp` are written next to it and
+ * removed. FC_ERR_UNSUPPORTED on drivers before CUDA 11.3,
+ * FC_ERR_INVALID_ARGUMENT when `path` is NULL or cannot be written. */
+int fc_graph_debug_dot(const fc_graph *graph, const char *path);
+
+/* ---- token buckets --------------------------------------------------------
+ * Bucket sizes (token counts) that graphs are captured for: a batch of n
+ * tokens is padded up to fc_buckets_for(b, n) and run through that
+ * bucket's graph, e.g. with a graph cache keyed on the bucket. A bucket
+ * list is immutable: any thread may read it; free it once.
+ *
+ * fc_buckets_ladder(max_tokens): 1, 2, 4, 8, 16, then steps of 16 up to
+ * 256, then from a bucket b >= 256 steps of b/8 rounded down to a multiple
+ * of 16 (at least 16, at most 512), keeping every rung below max_tokens
+ * and ending with max_tokens exactly (2048 gives 1, 2, 4, 8, 16, 32, ...,
+ * 256, 288, 320, 352, 384, 432, 480, 528, 592, 656, 736, 816, 912, 1024,
+ * 1152, 1296, 1456, 1632, 1824, 2048). NULL with FC_ERR_INVALID_ARGUMENT
+ * when max_tokens is 0.
+ * fc_buckets_from_list(sizes, count, max_tokens): the `count` sizes given,
+ * zeros dropped, each clamped to max_tokens, max_tokens added, sorted,
+ * duplicates removed ({256, 1024, 4096} with 2048 gives 256, 1024, 2048).
+ * `sizes` may be NULL only when count is 0; NULL with
+ * FC_ERR_INVALID_ARGUMENT when max_tokens is 0. */
+fc_buckets *fc_buckets_ladder(size_t max_tokens);
+fc_buckets *fc_buckets_from_list(const size_t *sizes, size_t count, size_t max_tokens);
+void fc_buckets_free(fc_buckets *buckets);
+/* Number of buckets (>= 1); 0 and an error for a bad handle. */
+size_t fc_buckets_count(const fc_buckets *buckets);
+/* Bucket i (0 <= i < count), increasing with i; 0 and an error
+ * (FC_ERR_INVALID_ARGUMENT) when i is out of range. */
+size_t fc_buckets_get(const fc_buckets *buckets, size_t i);
+/* The smallest bucket >= n; 0 and an error (FC_ERR_INVALID_ARGUMENT) when
+ * n is 0 or above the largest bucket. */
+size_t fc_buckets_for(const fc_buckets *buckets, size_t n);
+
+/* ---- graph cache -----------------------------------------------------------
+ * A keyed cache of graphs on one context, for engines that run one graph
+ * per batch size (bucket), shape or phase. fc_graph_cache_run(cache, key,
+ * record, user, live, &outcome) executes key's work exactly once per call,
+ * one of these ways (*outcome):
+ *   FC_CACHE_HIT         the key has a ready graph: it is launched with
+ *                        `live` (as fc_graph_launch_live); `record` is not
+ *                        called.
+ *   FC_CACHE_CAPTURED    the key had no graph: record(ctx, user) is
+ *                        captured (re-recorded up to max_tries times when
+ *                        the capture is invalidated, as
+ *                        fc_graph_capture_ctx), instantiated and launched.
+ *   FC_CACHE_WARMED_UP   as CAPTURED with cfg.warmup: record runs eagerly
+ *                        once first (that run is the call's execution; lazy
+ *                        initialisation happens outside the capture), then
+ *                        it is captured and instantiated, not launched.
+ *   FC_CACHE_REFRESHED   the key was invalidated: record is captured again
+ *                        and the key's executable graph updated in place
+ *                        (cuGraphExecUpdate; segments whose topology
+ *                        changed, or all on drivers before CUDA 12.0, are
+ *                        instantiated anew), then launched.
+ *   FC_CACHE_EAGER_FAILED  capturing failed (an error inside the capture,
+ *                        the record function returning non-zero under
+ *                        capture, every recording invalidated...): record
+ *                        ran eagerly instead, so the work was done. The call
+ *                        returns FC_OK and leaves the capture's failure in
+ *                        fc_last_error() / fc_last_error_code().
+ *   FC_CACHE_EAGER_BACKOFF the key is backing off after failed captures:
+ *                        record ran eagerly, no capture was tried.
+ * The record function therefore runs both eagerly and under capture, and
+ * must queue the same work on ctx either way. Breaks (fc_graph_break_ctx
+ * inside record) split the graph as in a held capture: when record runs
+ * eagerly their function runs at once with `live`; under a cache capture
+ * it is only recorded (not run at capture time, unlike fc_graph_capture_ctx),
+ * and runs at every launch with that call's `live`.
+ *
+ * Failures: after cfg.fail_threshold consecutive failed capture attempts a
+ * key runs eagerly for cfg.backoff_ms, then the next call tries to capture
+ * again; each further failure doubles the period up to cfg.max_backoff_ms
+ * (backoff_ms 0: try again at the next call). A successful capture resets
+ * the key. A key never gives up capturing for good;
+ * fc_graph_cache_invalidate also ends its backoff.
+ *
+ * Eviction: least recently used entries (keys the cache knows: with a graph
+ * or only failure state) are dropped while there are more than
+ * cfg.max_entries or their bytes exceed cfg.max_bytes (0: no limit). The
+ * entry of the running call is never evicted by its own call. An entry's
+ * bytes are the capture-pool bytes its capture left in use: memory the
+ * record function allocated while capturing (fc_buffer_alloc_ctx) and had
+ * not freed when it returned, which the graph addresses at every launch;
+ * buffers it freed again count 0 (their memory returns to the capture pool).
+ * Eviction destroys the graph (a launch in flight finishes first).
+ *
+ * Threads and ownership: a cache serves the context it was made with (and
+ * keeps it alive); record receives that fc_cuda_ctx handle, so free the
+ * cache before the context handle. Calls on one cache from any threads
+ * serialise (each waits for the one running, also while it captures). A
+ * record or break function that calls back into its own cache gets
+ * FC_ERR_CAPTURE_STATE, not a deadlock. While a call captures, all work
+ * queued on the context's stream is recorded: threads sharing the context
+ * must not queue work meanwhile (route the context's work through one
+ * cache). A call that must capture (or run eagerly) is refused with
+ * FC_ERR_CAPTURE_STATE while another capture is open on the context or one
+ * of its break functions runs. */
+#define FC_CACHE_HIT 0
+#define FC_CACHE_CAPTURED 1
+#define FC_CACHE_WARMED_UP 2
+#define FC_CACHE_REFRESHED 3
+#define FC_CACHE_EAGER_FAILED 4
+#define FC_CACHE_EAGER_BACKOFF 5
+
+typedef struct fc_graph_cache_config {
+    size_t max_entries;      /* most entries kept; 0: no limit (default 256)      */
+    size_t max_bytes;        /* most bytes kept, summed; 0: no limit (default 0)  */
+    int warmup;              /* non-zero: run record eagerly before a key's
+                                capture (default 0)                               */
+    int max_tries;           /* recordings per capture attempt while invalidated,
+                                >= 1 (default 3)                                  */
+    int fail_threshold;      /* consecutive failed attempts before a key backs
+                                off, >= 1 (default 3)                             */
+    unsigned backoff_ms;     /* first backoff period; 0: retry at the next call
+                                (default 100)                                     */
+    unsigned max_backoff_ms; /* longest backoff period, >= backoff_ms (10000)     */
+    int mode;                /* FC_CAPTURE_MODE_* of the cache's captures
+                                (default FC_CAPTURE_MODE_THREAD_LOCAL)            */
+} fc_graph_cache_config;
+
+typedef struct fc_graph_cache_stats {
+    uint64_t hits;             /* calls that launched a ready graph              */
+    uint64_t misses;           /* every other call                               */
+    uint64_t captures;         /* graphs captured and instantiated               */
+    uint64_t updates;          /* refreshes that updated every segment in place  */
+    uint64_t reinstantiations; /* refreshes that instantiated a segment anew     */
+    uint64_t fallbacks;        /* calls run eagerly (EAGER_FAILED/EAGER_BACKOFF) */
+    uint64_t failures;         /* failed capture attempts (captures, refreshes)  */
+    uint64_t evictions;        /* entries dropped for max_entries / max_bytes    */
+    size_t entries;            /* entries now                                    */
+    size_t graphs;             /* entries now holding a graph                    */
+    size_t bytes;              /* bytes now, summed over the entries             */
+} fc_graph_cache_stats;
+
+/* Fills *cfg with the defaults above (no-op, with an error, for NULL). */
+void fc_graph_cache_config_default(fc_graph_cache_config *cfg);
+/* A cache on ctx; cfg NULL means the defaults. NULL with
+ * FC_ERR_INVALID_ARGUMENT for a bad setting (max_tries or fail_threshold
+ * below 1, max_backoff_ms below backoff_ms, an unknown mode). */
+fc_graph_cache *fc_graph_cache_new(fc_cuda_ctx *ctx, const fc_graph_cache_config *cfg);
+/* Frees the cache and its graphs (launches in flight finish first). */
+void fc_graph_cache_free(fc_graph_cache *cache);
+/* Runs key's work once (see above). `record` must not be NULL (even on a
+ * hit); `user` is passed to it; `live` is what break functions receive.
+ * `outcome` may be NULL; it receives an FC_CACHE_* value, or -1 when the
+ * call fails. Errors: the launch or the eager run failed (FC_ERR_CALLBACK
+ * when record or a break function returned non-zero, ...), the call
+ * re-entered the cache or found the context capturing
+ * (FC_ERR_CAPTURE_STATE), a bad handle. A failed capture is not an error:
+ * see FC_CACHE_EAGER_FAILED. */
+int fc_graph_cache_run(fc_graph_cache *cache, uint64_t key, fc_record_fn record, void *user, void *live,
+                       int *outcome);
+/* Marks key's graph for a refresh at its next run (re-captured, updated in
+ * place) and ends the key's backoff. Keys the cache does not hold are
+ * ignored (FC_OK). */
+int fc_graph_cache_invalidate(fc_graph_cache *cache, uint64_t key);
+/* Invalidates every entry. */
+int fc_graph_cache_invalidate_all(fc_graph_cache *cache);
+/* Drops key's entry and graph (FC_OK also when it holds none). */
+int fc_graph_cache_remove(fc_graph_cache *cache, uint64_t key);
+/* Drops every entry; the counters in the statistics are kept. */
+int fc_graph_cache_clear(fc_graph_cache *cache);
+/* Copies the statistics into *out (not NULL). */
+int fc_graph_cache_stats_get(const fc_graph_cache *cache, fc_graph_cache_stats *out);
+/* Nodes in key's cached graph (as fc_graph_node_count); 0 and
+ * FC_ERR_INVALID_ARGUMENT when the key has no graph. */
+size_t fc_graph_cache_node_count(const fc_graph_cache *cache, uint64_t key);
+/* Writes key's cached graph as DOT (as fc_graph_debug_dot);
+ * FC_ERR_INVALID_ARGUMENT when the key has no graph. */
+int fc_graph_cache_debug_dot(const fc_graph_cache *cache, uint64_t key, const char *path);
 
 #ifdef __cplusplus
 }
