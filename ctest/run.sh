@@ -26,7 +26,7 @@ CXX="${CXX:-g++}"
 # test_cublas / test_nccl open cuBLAS / NCCL at run time and skip visibly
 # without them (FC_CUBLAS_LIBRARY, FC_NCCL_LIBRARY; scripts/gpu-interop.sh
 # finds PyTorch's copies and runs them with FC_REQUIRE_INTEROP=1).
-TESTS=(test_elementwise test_replay test_errors test_breakable test_user_kernel test_cublas test_nccl)
+TESTS=(test_elementwise test_replay test_errors test_breakable test_user_kernel test_cublas test_nccl test_cache)
 SEED_NAME=test_graph_capture_concurrency
 SEED_SRC="$ROOT/../shared/seeds/$SEED_NAME.c"
 SEED_RUNS="${FC_SEED_RUNS:-1}"

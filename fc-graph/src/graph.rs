@@ -4,6 +4,7 @@
 use cuda_sys::*;
 
 use std::ffi::{CStr, CString};
+use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -274,11 +275,14 @@ impl<L> Graph<L> {
     /// parameters, memory nodes), preceded by a `//` comment naming its piece;
     /// breaks and empty segments appear as comments only. `dot -Tsvg` renders
     /// every digraph of the file. Needs a CUDA 11.3+ driver
-    /// ([`Error::Unsupported`] otherwise). Per-segment files are written next
-    /// to `path` (`<path>.fc-piece<i>.tmp`) and removed again.
+    /// ([`Error::Unsupported`] otherwise); a path that cannot be created is
+    /// an [`Error::InvalidArgument`]. Per-segment files are written next to
+    /// `path` (`<path>.fc-piece<i>.tmp`) and removed again.
     pub fn debug_dot(&self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
         let io = |what: &str, p: &Path, e: std::io::Error| Error::invalid(format!("{what} {}: {e}", p.display()));
+        // Created first, so an unwritable path is refused before any driver call.
+        let mut file = std::fs::File::create(path).map_err(|e| io("creating", path, e))?;
         let counts = self.piece_node_counts()?;
         let segments = self.pieces.iter().filter(|p| matches!(p, Piece::Segment(_))).count();
         let mut out = format!(
@@ -312,7 +316,7 @@ impl<L> Graph<L> {
                     }
                 }
             }
-            std::fs::write(path, &out).map_err(|err| io("writing", path, err))
+            file.write_all(out.as_bytes()).map_err(|err| io("writing", path, err))
         })();
         for t in temps {
             let _ = std::fs::remove_file(t);
