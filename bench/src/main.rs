@@ -54,6 +54,7 @@ use fc_bench::stats::{build_kind, percentile, row_json, us_since, Summary, IMPL}
 use fc_bench::steps::{run_steps, StepOutput, StepsConfig};
 use fc_graph::{CaptureMode, Context, Device, DeviceBuffer, Error, Graph, Result, UpdateReport};
 
+mod cache_rows;
 mod isolated;
 
 const MULTI_GPU_KERNELS: usize = 26;
@@ -605,6 +606,7 @@ fn bench_features(args: &Args) -> Result<()> {
     }
     let iters = if args.iters > 0 { args.iters } else { BREAK_ITERS };
     bench_breakable(&chain, args.warmup, iters)?;
+    cache_rows::bench_cache_hit(&chain, args.warmup, if args.iters > 0 { args.iters } else { 2000 })?;
     drop(chain);
     bench_pool_growth(args)
 }
