@@ -81,6 +81,11 @@ ROW_DOC = {
     "pool_bytes_after_capture_3": "fc only: the same after a third capture at 4096 rows",
     "pool_growth_2_over_1": "fc only: bytes capture 2 added / bytes capture 1 added",
     "pool_growth_3_over_1": "fc only: bytes capture 3 added / bytes capture 1 added",
+    "cache_hit_host": "fc only: `GraphCache::run` of a cached key (a hit: looks the key up and replays its graph), "
+    "host time, K=26",
+    "graph_launch_host_paired": "fc only: `Graph::launch` of the same graph, alternating with the hits in one loop",
+    "cache_hit_overhead_us": "fc only: per-iteration cache_hit_host − graph_launch_host_paired (median and p10–p90 "
+    "of the paired differences)",
 }
 
 # Second table: fc-graph feature rows, each with its comparison partner (an
@@ -98,8 +103,14 @@ FEATURE_ORDER = [
     "pool_bytes_after_capture_3",
     "pool_growth_2_over_1",
     "pool_growth_3_over_1",
+    "cache_hit_host",
+    "graph_launch_host_paired",
+    "cache_hit_overhead_us",
 ]
+# The cache hit path: at most this much above a bare graph launch.
+CACHE_HIT_GOAL_US = 0.2
 FEATURE_PARTNER = {
+    "cache_hit_host": "graph_launch_host_paired",
     "recapture_update": "capture_instantiate",
     "breakable_replay_6breaks_sync": "unbroken_plus_host_calls_sync",
     "breakable_replay_6breaks_host": "unbroken_plus_host_calls_host",
@@ -405,6 +416,12 @@ def feature_partner(row, k, fc_rows):
 
 def feature_goals(row, obj, status):
     """(text, verdict) goals of a feature row, verdict in met/MISSED/n/a."""
+    if row == "cache_hit_overhead_us":
+        text = f"hit ≤ graph launch + {CACHE_HIT_GOAL_US} µs"
+        v = value(obj)
+        if v is None:
+            return [(text, "MISSED (no fc data)" if obj is None else "n/a (skipped)")]
+        return [(text, "met" if v <= CACHE_HIT_GOAL_US else f"MISSED (+{v:.3f} µs)")]
     if row not in POOL_GOAL_ROWS:
         return []
     if obj is None:

@@ -1,10 +1,10 @@
 //! The C ABI of fc-graph: `libfcgraph.so` / `libfcgraph.a`, declared in
 //! `include/cuda/fc_cuda.h`.
 //!
-//! A thin layer: every export decodes its handles ([`handles`]), calls the
+//! A thin layer: every export decodes its handles (module `handles`), calls the
 //! safe layer (`fc_graph`) and turns the result into a status code (or a
 //! NULL / fallback value) plus a thread-local message for
-//! `fc_last_error()` ([`last_error`]). Every body runs under
+//! `fc_last_error()` (module `last_error`). Every body runs under
 //! `catch_unwind`: a panic becomes `FC_ERR_INTERNAL`, never crossing into
 //! C. `header_check` proves at compile time that every function the header
 //! declares is exported with exactly that type.
