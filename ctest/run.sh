@@ -6,9 +6,10 @@
 #                                    (+ OUTDIR/include and a copy of this script)
 #   ctest/run.sh --run-only DIR      run the prebuilt DIR/bin/* against DIR/lib
 #
-# The library comes from LIBDIR (libfc_graph.so or libfcgraph.so in it), else
-# $FC_LIBDIR, else `cargo build --release -p fc-graph` (target/release).
-# Checks: SONAME is libfcgraph.so; the header's fc_* functions and the .so's
+# The library comes from LIBDIR (libfcgraph.so in it), else $FC_LIBDIR, else
+# `cargo build --release -p fcgraph-capi` (target/release). The installed
+# library (scripts/install.sh) is checked by ctest/install-check.sh.
+# Checks: SONAME is libfcgraph.so.0; the header's fc_* functions and the .so's
 # exported fc_* symbols are the same set; the header compiles as C99
 # (-pedantic) and C++11 (-Wall -Wextra -Werror). Programs: the seed
 # ../shared/seeds/test_graph_capture_concurrency.c (if present; FC_SEED_RUNS=N
