@@ -50,7 +50,7 @@ die() {
     printf 'run.sh: %s\n' "$*" >&2
     exit 2
 }
-usage() { sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; }
 
 finish() {
     section summary
