@@ -12,6 +12,8 @@
 # Carry .bundle to the GPU machine and run scripts/gpu-suite.sh there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# As scripts/build.sh sets it: the same value keeps capi/build.rs's output fresh.
+export FC_REQUIRE_HEADER_CHECK="${FC_REQUIRE_HEADER_CHECK:-1}"
 scripts/build.sh   # deps, then libfcgraph.so/.a and fcgraph as demo.sh and install.sh build them
 rm -rf .bundle && mkdir -p .bundle/tests .bundle/bin .bundle/lib
 cargo build --release --workspace --lib --examples --bins
