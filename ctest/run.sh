@@ -6,9 +6,10 @@
 #                                    (+ OUTDIR/include and a copy of this script)
 #   ctest/run.sh --run-only DIR      run the prebuilt DIR/bin/* against DIR/lib
 #
-# The library comes from LIBDIR (libfc_graph.so or libfcgraph.so in it), else
-# $FC_LIBDIR, else `cargo build --release -p fc-graph` (target/release).
-# Checks: SONAME is libfcgraph.so; the header's fc_* functions and the .so's
+# The library comes from LIBDIR (libfcgraph.so in it), else $FC_LIBDIR, else
+# `cargo build --release -p fcgraph-capi` (target/release). The installed
+# library (scripts/install.sh) is checked by ctest/install-check.sh.
+# Checks: SONAME is libfcgraph.so.0; the header's fc_* functions and the .so's
 # exported fc_* symbols are the same set; the header compiles as C99
 # (-pedantic) and C++11 (-Wall -Wextra -Werror). Programs: the seed
 # ../shared/seeds/test_graph_capture_concurrency.c (if present; FC_SEED_RUNS=N
@@ -52,7 +53,7 @@ die() {
     printf 'run.sh: %s\n' "$*" >&2
     exit 2
 }
-usage() { sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; }
 
 finish() {
     section summary

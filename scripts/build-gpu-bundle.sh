@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
 # Builds, on a machine without a GPU, everything the GPU suite runs, into
-# .bundle/ (git-ignored): Rust test binaries, the demo, the benchmark, the
-# C test binaries and libfcgraph.so. Carry .bundle to the GPU machine and run
-# scripts/gpu-suite.sh there.
+# .bundle/ (git-ignored):
+#   bin/        the demo, fc-bench and fcgraph
+#   tests/      the Rust test binaries of fc-graph and tests/
+#   lib/        libfcgraph.so and its soname link libfcgraph.so.0
+#   ctest/      the C suite (ctest/run.sh --build-only)
+#   prefix/     an install tree made by scripts/install.sh (library, header,
+#               pkg-config and CMake files, bin/fcgraph)
+#   consumers/  the seed test built against prefix/ with pkg-config and with
+#               CMake, shared and static (ctest/install-check.sh --build-only)
+# Carry .bundle to the GPU machine and run scripts/gpu-suite.sh there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh
-rm -rf .bundle && mkdir -p .bundle/tests .bundle/bin
+# As scripts/build.sh sets it: the same value keeps capi/build.rs's output fresh.
+export FC_REQUIRE_HEADER_CHECK="${FC_REQUIRE_HEADER_CHECK:-1}"
+scripts/build.sh   # deps, then libfcgraph.so/.a and fcgraph as demo.sh and install.sh build them
+rm -rf .bundle && mkdir -p .bundle/tests .bundle/bin .bundle/lib
 cargo build --release --workspace --lib --examples --bins
-cp target/release/examples/demo .bundle/bin/demo
-cp target/release/fc-bench .bundle/bin/fc-bench
-mkdir -p .bundle/lib && cp target/release/libfcgraph.so .bundle/lib/libfcgraph.so && ln -sf libfcgraph.so .bundle/lib/libfcgraph.so.0
+cp target/release/examples/demo target/release/fc-bench target/release/fcgraph .bundle/bin/
+cp target/release/libfcgraph.so .bundle/lib/libfcgraph.so && ln -sf libfcgraph.so .bundle/lib/libfcgraph.so.0
 # Test executables, as cargo reports them.
 cargo test --release --workspace --no-run --message-format=json 2>/dev/null |
   python3 -c '
@@ -36,7 +44,11 @@ for t in fc-graph-fc_graph capi-fcgraph capi-no_driver tests-gpu_core tests-gpu_
   [ -x ".bundle/tests/$t" ] || { echo "build-gpu-bundle: test binary $t is missing" >&2; exit 1; }
 done
 bash ctest/run.sh --build-only .bundle/ctest
+scripts/install.sh --no-build --prefix "$PWD/.bundle/prefix"
+FC_REQUIRE_INSTALL_TOOLS=1 bash ctest/install-check.sh --prefix .bundle/prefix --build-only .bundle/consumers
 # Debug info stays here; the carried copies are stripped (size limit).
-strip .bundle/bin/* .bundle/tests/* .bundle/lib/*.so
+strip .bundle/bin/* .bundle/tests/* .bundle/lib/*.so .bundle/ctest/bin/* .bundle/ctest/lib/*.so \
+  .bundle/prefix/bin/fcgraph "$(readlink -f .bundle/prefix/lib/libfcgraph.so.0)" .bundle/consumers/bin/*
+strip --strip-debug .bundle/prefix/lib/libfcgraph.a
 git describe --always --dirty > .bundle/COMMIT 2>/dev/null || echo unknown > .bundle/COMMIT
 du -sh .bundle
