@@ -208,9 +208,17 @@ for ROUND in $(seq 1 "$ROUNDS"); do
     if [ $((ROUND % 2)) -eq 1 ]; then run_fc; run_raw; else run_raw; run_fc; fi
     run_impl torch "$PYTHON" bench/torch_bench.py ${EXTRA[@]+"${EXTRA[@]}"}
 done
-# Attribution: each library step next to the bare driver calls, one process.
+# Attribution: each library step next to the bare driver calls, one process;
+# then isolated vs primary contexts (fc-bench --isolated).
 if [ -x "$FC_BENCH" ]; then
     ${PIN[@]+"${PIN[@]}"} "$FC_BENCH" --steps > "$OUT/bench-steps.jsonl" 2>> "$OUT/bench-fc.log" || log "fc-bench --steps failed"
+    "$FC_BENCH" --isolated --multi-gpu-secs "$MULTI_GPU_SECS" > "$OUT/bench-isolated.jsonl" 2>> "$OUT/bench-fc.log" ||
+        log "fc-bench --isolated failed"
+fi
+EXTRA_REPORT=(--isolated "$OUT/bench-isolated.jsonl")
+# cuBLAS / NCCL rows of scripts/gpu-interop.sh, when it ran first.
+if [ -n "${BENCH_INTEROP_JSONL:-}" ] && [ -s "$BENCH_INTEROP_JSONL" ]; then
+    EXTRA_REPORT+=(--interop "$BENCH_INTEROP_JSONL")
 fi
 
 # ---------------------------------------------------------------- report
@@ -220,7 +228,7 @@ report_rc=0
     --status "fc=${STATUS[fc]}" --status "raw=${STATUS[raw]}" --status "torch=${STATUS[torch]}" \
     --log "fc=$OUT/bench-fc.log" --log "raw=$OUT/bench-raw.log" --log "torch=$OUT/bench-torch.log" \
     --machine "$machine" --commit "$commit" --command "$COMMAND_LINE" \
-    --steps "$OUT/bench-steps.jsonl" --out "$OUT/benchmarks.md" || report_rc=$?
+    --steps "$OUT/bench-steps.jsonl" "${EXTRA_REPORT[@]}" --out "$OUT/benchmarks.md" || report_rc=$?
 if [ "$report_rc" -ne 0 ]; then
     log "report.py failed (exit $report_rc)"
     exit "$report_rc"
