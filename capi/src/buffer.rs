@@ -18,6 +18,16 @@ pub(crate) fn buffer(buf: *const fc_buffer, what: &str) -> Result<Arc<DeviceBuff
     handles::get::<DeviceBuffer>(buf, what)
 }
 
+/// Refuses a copy of more bytes than the buffer holds before a slice of
+/// the caller's memory is formed (a length past isize::MAX, SIZE_MAX say,
+/// may not even be made into a slice).
+fn fits(b: &DeviceBuffer, bytes: usize, what: &str) -> Result<()> {
+    if bytes > b.size() {
+        return Err(Error::BufferTooSmall(format!("{what} of {bytes} bytes into a buffer of {} bytes", b.size())));
+    }
+    Ok(())
+}
+
 /// `fc_buffer *fc_buffer_alloc_ctx(fc_cuda_ctx *ctx, size_t bytes)`
 #[no_mangle]
 pub extern "C" fn fc_buffer_alloc_ctx(c: *mut fc_cuda_ctx, bytes: usize) -> *mut fc_buffer {
@@ -67,7 +77,9 @@ pub unsafe extern "C" fn fc_buffer_upload(buf: *mut fc_buffer, src: *const c_voi
         if src.is_null() {
             return Err(Error::invalid("src is NULL"));
         }
-        // SAFETY: `src` is valid for `bytes` bytes per the contract.
+        fits(&b, bytes, "upload")?;
+        // SAFETY: `src` is valid for `bytes` bytes per the contract, and
+        // `bytes` is at most the buffer's size (so at most isize::MAX).
         b.upload(unsafe { std::slice::from_raw_parts(src.cast::<u8>(), bytes) })
     })
 }
@@ -86,7 +98,9 @@ pub unsafe extern "C" fn fc_buffer_download(buf: *const fc_buffer, dst: *mut c_v
         if dst.is_null() {
             return Err(Error::invalid("dst is NULL"));
         }
-        // SAFETY: `dst` is valid for `bytes` bytes per the contract.
+        fits(&b, bytes, "download")?;
+        // SAFETY: `dst` is valid for `bytes` bytes per the contract, and
+        // `bytes` is at most the buffer's size (so at most isize::MAX).
         b.download(unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), bytes) })
     })
 }
