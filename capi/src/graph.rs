@@ -37,14 +37,13 @@ impl CGraph {
         }
     }
 
-    /// Runs `f` on the graph, exclusively: refused while it is launched.
-    fn write<T>(&self, f: impl FnOnce(&mut Graph<LivePtr>) -> Result<T>) -> Result<T> {
+    /// Runs `f` on the graph, exclusively; `None` while it is launched or
+    /// updated on another thread.
+    fn write<T>(&self, f: impl FnOnce(&mut Graph<LivePtr>) -> T) -> Option<T> {
         match self.graph.try_write() {
-            Ok(mut g) => f(&mut g),
-            Err(TryLockError::Poisoned(p)) => f(&mut p.into_inner()),
-            Err(TryLockError::WouldBlock) => {
-                Err(Error::capture_state("the graph is being launched or updated on another thread"))
-            }
+            Ok(mut g) => Some(f(&mut g)),
+            Err(TryLockError::Poisoned(p)) => Some(f(&mut p.into_inner())),
+            Err(TryLockError::WouldBlock) => None,
         }
     }
 }
@@ -98,21 +97,25 @@ pub unsafe extern "C" fn fc_graph_end_update_ctx(
 ) -> c_int {
     status(|| {
         let c = ctx(c)?;
-        let target = match graph(g) {
-            Ok(t) => t,
-            Err(e) => {
-                // The stream leaves capture either way, as documented.
-                c.abort_held()?;
-                return Err(e);
+        // The stream leaves capture either way, as documented: a bad or busy
+        // graph drops the capture (unless this thread may not end it, which
+        // is then the error: the capture stays open).
+        let leave_capture = |e: Error| -> Error {
+            if !c.held_open() {
+                return e;
+            }
+            match c.abort_held() {
+                Ok(()) => e,
+                Err(Error::CaptureState(refused)) => {
+                    Error::CaptureState(format!("{refused}; the graph was refused as well: {e}"))
+                }
+                Err(other) => other,
             }
         };
-        let report = match target.write(|g| c.end_held_update(g)) {
-            Err(e @ Error::CaptureState(_)) if c.held_open() => {
-                c.abort_held()?;
-                return Err(e);
-            }
-            other => other?,
-        };
+        let target = graph(g).map_err(leave_capture)?;
+        let report = target.write(|g| c.end_held_update(g)).unwrap_or_else(|| {
+            Err(leave_capture(Error::capture_state("the graph is being launched or updated on another thread")))
+        })?;
         // SAFETY: NULL or valid for one write, per the contract.
         if let Some(out) = unsafe { updated_in_place.as_mut() } {
             *out = c_int::try_from(report.updated).unwrap_or(c_int::MAX);

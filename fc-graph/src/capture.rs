@@ -50,6 +50,17 @@ impl<L> Recording<L> {
         Ok(Recording { mode, pieces: Vec::new(), segment_open: true, failed: None, run_breaks: true })
     }
 
+    /// Refuses to end, split or abort a THREAD_LOCAL or GLOBAL capture on
+    /// another thread than the one that opened it (see
+    /// [`CaptureState::check_owner`](crate::capture_state::CaptureState::check_owner)):
+    /// nothing is touched and the capture stays open.
+    pub(crate) fn check_thread(&self, ctx: &Context, what: &str) -> Result<()> {
+        if self.mode == CaptureMode::Relaxed {
+            return Ok(());
+        }
+        lock(&ctx.inner.capture_state).check_owner(ThreadTag::current_tid(), what)
+    }
+
     fn fail(&mut self, e: Error) -> Error {
         self.failed = Some(e.clone());
         e

@@ -18,10 +18,15 @@ pub struct ThreadTag {
 }
 
 impl ThreadTag {
+    /// The calling thread's kernel thread id (cheaper than [`current`](Self::current)).
+    pub fn current_tid() -> i64 {
+        // SAFETY: gettid has no preconditions.
+        i64::from(unsafe { libc::gettid() })
+    }
+
     /// The calling thread.
     pub fn current() -> ThreadTag {
-        // SAFETY: gettid has no preconditions.
-        let tid = i64::from(unsafe { libc::gettid() });
+        let tid = Self::current_tid();
         let mut buf = [0 as libc::c_char; 64];
         // SAFETY: the buffer holds `len` bytes; the call NUL-terminates it.
         let rc = unsafe { libc::pthread_getname_np(libc::pthread_self(), buf.as_mut_ptr(), buf.len()) };
@@ -75,6 +80,24 @@ impl CaptureState {
         self.capturing = Some(thread);
         self.first_failure = None;
         Ok(())
+    }
+
+    /// Whether the thread `tid` may end, split or abort the open capture of
+    /// a THREAD_LOCAL or GLOBAL mode (a RELAXED one may be ended anywhere;
+    /// the caller checks the mode): only the thread that opened it may. The
+    /// driver refuses `cuStreamEndCapture` on any other thread
+    /// (`CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD`) and the stream then keeps
+    /// capturing, so the call is refused before it reaches the driver and
+    /// the capture stays open, intact.
+    pub fn check_owner(&self, tid: i64, what: &str) -> Result<()> {
+        match &self.capturing {
+            Some(owner) if owner.tid != tid => Err(Error::capture_state(format!(
+                "cannot {what} this capture on thread {tid}: it was opened in THREAD_LOCAL or GLOBAL mode by \
+                 {owner}, and the driver ends such a capture only on the thread that began it (open it in \
+                 RELAXED mode to end it on another thread); the capture stays open"
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// Closes the capture (ended or aborted).
@@ -234,6 +257,22 @@ mod tests {
             .unwrap()
             .join()
             .unwrap();
+    }
+
+    #[test]
+    fn only_the_opening_thread_may_end_a_capture() {
+        let mut s = CaptureState::default();
+        assert!(s.check_owner(ThreadTag::current_tid(), "end").is_ok(), "no capture: nothing to refuse");
+        s.begin(me()).unwrap();
+        assert!(s.check_owner(ThreadTag::current_tid(), "end").is_ok());
+        let other = std::thread::spawn(ThreadTag::current_tid).join().unwrap();
+        let e = s.check_owner(other, "end").unwrap_err();
+        assert!(
+            matches!(e, Error::CaptureState(ref m) if m.contains(&format!("cannot end this capture on thread {other}"))
+                && m.contains("RELAXED") && m.contains("stays open")),
+            "{e}"
+        );
+        assert!(s.is_open(), "a refused end leaves the capture open");
     }
 
     #[test]

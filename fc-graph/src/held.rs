@@ -8,7 +8,9 @@
 //! The rules are those of a guarded capture (one capture per context, no
 //! capture begun inside a break); in addition a held capture cannot be
 //! begun, ended or aborted from inside one of its own break functions
-//! (refused with [`Error::CaptureState`] instead of deadlocking).
+//! (refused with [`Error::CaptureState`] instead of deadlocking), and a
+//! THREAD_LOCAL or GLOBAL one is ended, split and aborted only on the thread
+//! that opened it (the driver's rule; refused elsewhere, the capture intact).
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard, TryLockError};
@@ -50,27 +52,35 @@ impl Context {
         self.held_slot().map(|s| s.is_some()).unwrap_or(true)
     }
 
-    fn take_held(&self) -> Result<Recording<LivePtr>> {
-        self.held_slot()?.take().ok_or_else(|| Error::capture_state("no capture is open on this context"))
+    /// Takes the held capture out of the context to `what` it (end, abort);
+    /// refused, leaving it held, on a thread that may not end it.
+    fn take_held(&self, what: &str) -> Result<Recording<LivePtr>> {
+        let mut slot = self.held_slot()?;
+        let no_capture = || Error::capture_state("no capture is open on this context");
+        slot.as_ref().ok_or_else(no_capture)?.check_thread(self, what)?;
+        slot.take().ok_or_else(no_capture)
     }
 
     /// Ends the held capture and instantiates it. The stream leaves capture
     /// either way; on error the message names the first failing call inside
-    /// the capture.
+    /// the capture. A THREAD_LOCAL or GLOBAL capture is ended only on the
+    /// thread that opened it: on another thread the call is refused with
+    /// [`Error::CaptureState`] and the capture stays open.
     pub fn end_held(&self) -> Result<Graph<LivePtr>> {
-        self.take_held()?.end(self)
+        self.take_held("end")?.end(self)
     }
 
     /// Ends the held capture into `graph`, updating its segments in place
     /// where the topology allows (see [`crate::Capture::end_update`]). The
-    /// stream leaves capture either way.
+    /// stream leaves capture either way (threads as for [`Context::end_held`]).
     pub fn end_held_update(&self, graph: &mut Graph<LivePtr>) -> Result<UpdateReport> {
-        self.take_held()?.end_update(self, graph)
+        self.take_held("end")?.end_update(self, graph)
     }
 
-    /// Drops the held capture: the stream leaves capture, nothing is kept.
+    /// Drops the held capture: the stream leaves capture, nothing is kept
+    /// (threads as for [`Context::end_held`]).
     pub fn abort_held(&self) -> Result<()> {
-        self.take_held()?.abort(self);
+        self.take_held("abort")?.abort(self);
         Ok(())
     }
 
@@ -118,6 +128,7 @@ impl Context {
                 "break_held: the open capture is a guarded one (Capture::brk splits it), not held by the context",
             ));
         };
+        rec.check_thread(self, "split")?;
         let live = LivePtr(self.inner.capture_live.load(Ordering::SeqCst));
         rec.brk(self, &live, Box::new(run))
     }

@@ -156,7 +156,8 @@ int fc_cuda_device_count(void);
  * have no current context (as the CUDA runtime does). */
 fc_cuda_ctx *fc_cuda_init_device(int device);
 fc_cuda_ctx *fc_cuda_init_device_isolated(int device);
-/* Frees the handle. A capture still open on it is aborted. Work queued on
+/* Frees the handle. A capture still open on it is aborted (free it on the
+ * capturing thread: see "Threads" under graph capture). Work queued on
  * its stream still runs; buffers, graphs, modules and kernels made from it
  * stay usable (they keep the CUDA context alive) but are best freed
  * first. */
@@ -306,9 +307,13 @@ int fc_kernel_launch_ex_ctx(fc_cuda_ctx *ctx, const fc_kernel *kernel,
  * with the reason (naming the first failing call inside the capture, its
  * thread and the CUDA error); either way the stream leaves capture. A
  * capture that recorded nothing gives a valid graph whose launch does
- * nothing. begin, end, end_update and abort may be called from different
- * threads, but not from inside one of the capture's break functions
- * (FC_ERR_CAPTURE_STATE). */
+ * nothing. Threads: a RELAXED capture may be split (fc_graph_break_ctx),
+ * ended and aborted on any thread; a THREAD_LOCAL or GLOBAL one only on
+ * the thread that began it (the driver's rule): elsewhere those calls are
+ * refused with FC_ERR_CAPTURE_STATE and the capture stays open, intact.
+ * Work may be queued into an open capture from any thread. None of begin,
+ * end, end_update and abort may be called from inside one of the
+ * capture's break functions (FC_ERR_CAPTURE_STATE). */
 int fc_graph_begin_ctx(fc_cuda_ctx *ctx);
 int fc_graph_begin_ctx_mode(fc_cuda_ctx *ctx, int mode);
 /* Like fc_graph_begin_ctx_mode; `capture_live` is the live pointer break
@@ -323,7 +328,9 @@ fc_graph *fc_graph_end_ctx(fc_cuda_ctx *ctx);
  * receives how many segments were updated in place. Refused with
  * FC_ERR_CAPTURE_STATE while `graph` is launched on another thread. The
  * stream leaves capture either way, also when `graph` is NULL or not a
- * live graph (the capture is then dropped). */
+ * live graph (the capture is then dropped and the graph's error returned,
+ * also when no capture was open), except on a thread that may not end the
+ * capture (see "Threads" above). */
 int fc_graph_end_update_ctx(fc_cuda_ctx *ctx, fc_graph *graph, int *updated_in_place);
 /* Drops an open capture (FC_ERR_CAPTURE_STATE when none is open). */
 int fc_graph_abort_ctx(fc_cuda_ctx *ctx);
