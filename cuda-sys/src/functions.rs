@@ -168,6 +168,9 @@ driver_functions! {
     required fn cuLaunchKernel(f: CUfunction, gridDimX: c_uint, gridDimY: c_uint, gridDimZ: c_uint, blockDimX: c_uint, blockDimY: c_uint, blockDimZ: c_uint, sharedMemBytes: c_uint, hStream: CUstream, kernelParams: *mut *mut c_void, extra: *mut *mut c_void) -> CUresult = 4000;
     /// Launch with attributes (CUDA 11.8+): programmatic dependent launch.
     optional fn cuLaunchKernelEx(config: *const CUlaunchConfig, f: CUfunction, kernelParams: *mut *mut c_void, extra: *mut *mut c_void) -> CUresult = 11060;
+    /// A kernel's own launch limits (threads per block, dynamic shared
+    /// memory), checked before launching.
+    required fn cuFuncGetAttribute(pi: *mut c_int, attrib: CUfunction_attribute, hfunc: CUfunction) -> CUresult = 2020;
     /// Driver-side parameter layout of a kernel (CUDA 12.4+): cross-checks
     /// the PTX-declared parameters when present.
     optional fn cuFuncGetParamInfo(func: CUfunction, paramIndex: usize, paramOffset: *mut usize, paramSize: *mut usize) -> CUresult = 12040;

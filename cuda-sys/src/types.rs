@@ -119,6 +119,8 @@ aliases! {
     pub type CUdevice_attribute = c_uint;
     /// `enum CUpointer_attribute_enum`.
     pub type CUpointer_attribute = c_uint;
+    /// `enum CUfunction_attribute_enum`.
+    pub type CUfunction_attribute = c_uint;
     /// `enum CUjit_option_enum`.
     pub type CUjit_option = c_uint;
     /// `enum CUdriverProcAddress_flags_enum`.

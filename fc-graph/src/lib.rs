@@ -280,7 +280,7 @@ pub use error::{Error, Result};
 pub use event::Event;
 pub use graph::{BreakFn, Graph, UpdateReport};
 pub use launch::{supports_pdl, LaunchOptions};
-pub use module::{Kernel, KernelArg, LaunchConfig, Module};
+pub use module::{Kernel, KernelArg, LaunchConfig, LaunchLimits, Module};
 
 /// The library version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -172,6 +172,7 @@ impl Module {
     /// A kernel by name (launched plainly until [`Kernel::set_pdl`]).
     pub fn kernel(&self, name: &str) -> Result<Kernel> {
         let (func, entry) = self.handle.function(name)?;
+        let limits = LaunchLimits::query(&self.ctx, func)?;
         Ok(Kernel {
             ctx: self.ctx.clone(),
             _module: self.handle.clone(),
@@ -179,7 +180,78 @@ impl Module {
             entry,
             pdl: false,
             pdl_capable: self.pdl_capable,
+            limits,
         })
+    }
+}
+
+/// What one launch of a kernel may ask for: the device's block and grid
+/// dimensions, and the kernel's own threads per block (its registers may
+/// allow fewer than the device) and dynamic shared memory. Launches past
+/// them are refused before `cuLaunchKernel`, which would fail and, while
+/// the context captures, invalidate the capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchLimits {
+    /// Threads per block (product of the block dimensions).
+    pub threads: u32,
+    /// Block dimensions.
+    pub block: (u32, u32, u32),
+    /// Grid dimensions.
+    pub grid: (u32, u32, u32),
+    /// Bytes of dynamic shared memory per block.
+    pub dynamic_shared: u32,
+}
+
+impl LaunchLimits {
+    fn query(ctx: &Context, f: CUfunction) -> Result<LaunchLimits> {
+        let device = ctx.device();
+        let dev = |attr| device.attribute(attr).map(|v| v.max(0) as u32);
+        let func = |attr| {
+            bound(ctx.raw_ctx(), |d| {
+                let mut v: std::os::raw::c_int = 0;
+                // SAFETY: valid out-pointer and a live function of this context.
+                check("cuFuncGetAttribute", unsafe { (d.cuFuncGetAttribute)(&mut v, attr, f) })?;
+                Ok(v.max(0) as u32)
+            })
+        };
+        Ok(LaunchLimits {
+            threads: func(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            block: (
+                dev(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
+                dev(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?,
+                dev(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?,
+            ),
+            grid: (
+                dev(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?,
+                dev(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
+                dev(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
+            ),
+            dynamic_shared: func(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?,
+        })
+    }
+
+    /// Checks a launch of `kernel` against the limits.
+    pub fn check(&self, kernel: &str, cfg: &LaunchConfig) -> Result<()> {
+        let (b, g) = (cfg.block, cfg.grid);
+        let past = |(x, y, z): (u32, u32, u32), (mx, my, mz): (u32, u32, u32)| x > mx || y > my || z > mz;
+        let refuse = |what: String| Err(Error::invalid(format!("{kernel}: {what}")));
+        if past(b, self.block) {
+            return refuse(format!("block {b:?} exceeds the device's maximum block dimensions {:?}", self.block));
+        }
+        let threads = u64::from(b.0) * u64::from(b.1) * u64::from(b.2);
+        if threads > u64::from(self.threads) {
+            return refuse(format!("{threads} threads per block exceeds the kernel's limit of {}", self.threads));
+        }
+        if past(g, self.grid) {
+            return refuse(format!("grid {g:?} exceeds the device's maximum grid dimensions {:?}", self.grid));
+        }
+        if cfg.shared_mem_bytes > self.dynamic_shared {
+            return refuse(format!(
+                "{} bytes of dynamic shared memory exceeds the kernel's limit of {}",
+                cfg.shared_mem_bytes, self.dynamic_shared
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -288,6 +360,7 @@ pub struct Kernel {
     pdl: bool,
     /// The device and driver can launch with PDL.
     pdl_capable: bool,
+    limits: LaunchLimits,
 }
 
 // SAFETY: CUfunction handles may be used from any thread; the module they
@@ -342,6 +415,11 @@ impl Kernel {
     /// Whether a launch with `opts` on `ctx` uses PDL.
     pub fn uses_pdl(&self, ctx: &Context, opts: LaunchOptions) -> bool {
         opts.pdl && self.pdl_capable && pdl_env_allows() && ctx.pdl_switch_on()
+    }
+
+    /// What one launch may ask for (checked by every launch).
+    pub fn limits(&self) -> LaunchLimits {
+        self.limits
     }
 
     /// Checks `args` against the PTX signature and that buffers live on the
@@ -443,6 +521,7 @@ impl Kernel {
         opts: LaunchOptions,
     ) -> Result<()> {
         cfg.validate()?;
+        self.limits.check(&self.entry.name, &cfg)?;
         ctx.check_usable(&format!("kernel {}", self.entry.name), &self.ctx)?;
         let pdl = self.uses_pdl(ctx, opts);
         // SAFETY: a live function usable on `ctx` (checked above); `params`
@@ -519,6 +598,34 @@ mod tests {
     fn mismatch_message_names_kernel_argument_and_declaration() {
         let e = check_arg("k", 1, &params()[1], &KernelArg::U32(3)).unwrap_err().to_string();
         assert!(e.contains("k: argument 1 (scale)") && e.contains("F32"), "{e}");
+    }
+
+    #[test]
+    fn launches_past_the_limits_are_refused() {
+        // An H200's limits, for a kernel that may use 1024 threads and 48 KiB.
+        let limits = LaunchLimits {
+            threads: 1024,
+            block: (1024, 1024, 64),
+            grid: (i32::MAX as u32, 65535, 65535),
+            dynamic_shared: 49152,
+        };
+        let ok = LaunchConfig { grid: (1, 1, 1), block: (32, 1, 1), shared_mem_bytes: 0 };
+        assert!(limits.check("k", &ok).is_ok());
+        assert!(limits.check("k", &LaunchConfig { block: (1024, 1, 1), shared_mem_bytes: 49152, ..ok }).is_ok());
+        assert!(limits.check("k", &LaunchConfig { grid: (i32::MAX as u32, 65535, 65535), ..ok }).is_ok());
+        let refused = |cfg: LaunchConfig, what: &str| {
+            let e = limits.check("k", &cfg).unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument(ref m) if m.starts_with("k: ") && m.contains(what)), "{e}");
+        };
+        refused(LaunchConfig { block: (2048, 1, 1), ..ok }, "exceeds the device's maximum block dimensions");
+        refused(LaunchConfig { block: (1, 1, 128), ..ok }, "exceeds the device's maximum block dimensions");
+        refused(LaunchConfig { block: (32, 32, 2), ..ok }, "2048 threads per block exceeds the kernel's limit of 1024");
+        refused(LaunchConfig { block: (1024, 1024, 64), ..ok }, "threads per block exceeds");
+        refused(LaunchConfig { grid: (1, 65536, 1), ..ok }, "exceeds the device's maximum grid dimensions");
+        refused(LaunchConfig { grid: (u32::MAX, 1, 1), ..ok }, "exceeds the device's maximum grid dimensions");
+        refused(LaunchConfig { shared_mem_bytes: 1 << 20, ..ok }, "1048576 bytes of dynamic shared memory exceeds");
+        let few = LaunchLimits { threads: 256, ..limits };
+        assert!(few.check("k", &LaunchConfig { block: (512, 1, 1), ..ok }).is_err(), "the kernel's own limit");
     }
 
     #[test]

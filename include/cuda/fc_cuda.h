@@ -257,7 +257,10 @@ int fc_kernel_param_count(const fc_kernel *kernel);
  * `nargs` pointers, one per kernel parameter, each to a value of that
  * parameter's size, as for cuLaunchKernel; nargs must equal the parameter
  * count and no entry may be NULL. The kernel must belong to ctx's CUDA
- * context. Zero grid or block dimensions are refused. Asynchronous: the
+ * context. Zero grid or block dimensions, and dimensions, threads per block
+ * or dynamic shared memory past the device's or the kernel's limits, are
+ * refused with FC_ERR_INVALID_ARGUMENT before they reach the driver (whose
+ * refusal would also invalidate an open capture). Asynchronous: the
  * argument values are copied before the call returns. */
 int fc_kernel_launch_ctx(fc_cuda_ctx *ctx, const fc_kernel *kernel,
                          unsigned grid_x, unsigned grid_y, unsigned grid_z,
