@@ -22,7 +22,7 @@ use crate::builtins::Builtins;
 use crate::capture::Recording;
 use crate::capture_state::CaptureState;
 use crate::device::Device;
-use crate::driver::{bound, check, driver, shielded, RawCtx};
+use crate::driver::{bound, check, driver, shielded, CaptureShield, RawCtx};
 use crate::error::{Error, Result};
 use crate::pool::PoolAllocator;
 
@@ -135,10 +135,15 @@ impl Context {
         let device = Device::get(ordinal)?;
         let d = driver()?;
         let mut raw: CUcontext = std::ptr::null_mut();
+        // Shielded like every call that another thread's GLOBAL capture may
+        // refuse (and be invalidated by).
+        let shield = CaptureShield::raise(d)?;
         // SAFETY: valid out-pointer and device handle.
         check("cuDevicePrimaryCtxRetain", unsafe { (d.cuDevicePrimaryCtxRetain)(&mut raw, device.handle()) })?;
+        drop(shield);
         let raw = RawCtx { raw, leave_current: true };
         Self::with_stream(device, ContextKind::Primary, raw).inspect_err(|_| {
+            let _shield = CaptureShield::raise(d);
             // SAFETY: releases the retain made above.
             unsafe { (d.cuDevicePrimaryCtxRelease)(device.handle()) };
         })
@@ -160,14 +165,19 @@ impl Context {
         let device = Device::get(ordinal)?;
         let d = driver()?;
         let mut raw: CUcontext = std::ptr::null_mut();
+        // Creating a context is a potentially unsafe call: shielded, so that
+        // another thread's GLOBAL capture neither refuses it nor breaks.
+        let shield = CaptureShield::raise(d)?;
         // SAFETY: valid out-pointer and device handle; cuCtxCreate makes the
         // new context current on this thread, which the pop below undoes.
         check("cuCtxCreate", unsafe { (d.cuCtxCreate)(&mut raw, CU_CTX_SCHED_AUTO, device.handle()) })?;
         let mut popped: CUcontext = std::ptr::null_mut();
         // SAFETY: pops the context cuCtxCreate pushed on this thread.
         let pop = check("cuCtxPopCurrent", unsafe { (d.cuCtxPopCurrent)(&mut popped) });
+        drop(shield);
         let raw = RawCtx { raw, leave_current: false };
         pop.and_then(|()| Self::with_stream(device, ContextKind::Isolated, raw)).inspect_err(|_| {
+            let _shield = CaptureShield::raise(d);
             // SAFETY: destroys the context created above, used by nothing else.
             unsafe { (d.cuCtxDestroy)(raw.raw) };
         })
@@ -389,6 +399,8 @@ impl Drop for ContextInner {
             unsafe { (d.cuStreamDestroy)(stream) };
             Ok(())
         });
+        // Releasing or destroying a context is potentially unsafe too.
+        let _shield = CaptureShield::raise(d);
         match self.kind {
             // SAFETY: releases the retain taken in `Context::new`.
             ContextKind::Primary => unsafe {
