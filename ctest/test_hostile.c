@@ -1,0 +1,1275 @@
+/* test_hostile.c - the bad-input matrix over every export (GPU).
+ *
+ * Every case makes one bad call (or a short bad sequence) and checks:
+ *   1. the exact status (expect.h: what a status is for each return type);
+ *   2. fc_last_error_code() is that status and fc_last_error() names the
+ *      problem (keywords, and for handles the parameter's name);
+ *   3. afterwards every context of the fixture is still usable: not
+ *      capturing, and a follow-up add + download gives 1.5 + 2 = 3.5.
+ * Table rows run twice where it makes sense: with the primary context idle
+ * and while it captures; in the capturing run the capture must survive the
+ * refused call (the runner then records an add into it, ends it and checks
+ * the replay), unless the row says the call ends it.
+ *
+ * Groups:
+ *   handle_sweep   every export x every handle parameter x {NULL, freed,
+ *                  other kind, forged} (exports.h);
+ *   sizes, copies, fills, elementwise, ptx, launches, modes, order
+ *                  table rows: zero/huge/overflowing sizes, wrong device
+ *                  (two GPUs) and wrong context (isolated vs primary), garbage
+ *                  PTX, wrong kernel arguments and launch dimensions, out of
+ *                  memory, capture calls in the wrong order;
+ *   scenarios      capture rules inside break and record functions, calls
+ *                  from other threads during a capture, stale handles after
+ *                  slot reuse, a dead context handle inside a break.
+ * The last lines print the number of cases.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "exports.h"
+
+#include <limits.h>
+#include <pthread.h>
+
+#define N 256                      /* floats in a fixture buffer */
+#define BIG_BYTES ((size_t)2 << 20) /* one 2 MiB allocation (for wrap) */
+
+/* ---- the fixture ------------------------------------------------------------ */
+
+/* A context with a full set of live handles: a = 1.5, b = 2.0, out scratch,
+ * big (2 MiB), a module with its scale_f32 kernel and valid arguments for
+ * it (out, 1.0, N: harmless), and a graph of out = a + b. */
+typedef struct {
+    const char *name;
+    fc_cuda_ctx *ctx;
+    fc_buffer *a, *b, *out, *big;
+    fc_module *module;
+    fc_kernel *kernel;
+    fc_graph *graph;
+    uint64_t kx;
+    float ks;
+    uint32_t kn;
+    void *args[3];
+} ctx_set;
+
+static struct {
+    ctx_set p0;  /* primary context of device 0: the target of most rows */
+    ctx_set p0b; /* a second fc context on device 0's primary context (shares memory with p0) */
+    ctx_set iso; /* an isolated context of device 0 */
+    ctx_set d1;  /* device 1 (has_d1) */
+    int has_d1;
+    struct {
+        fc_cuda_ctx *ctx;
+        fc_buffer *buf;
+        fc_graph *graph;
+        fc_module *module;
+        fc_kernel *kernel;
+    } dead; /* freed handles of every kind */
+} F;
+
+#define P0 F.p0
+#define P0B F.p0b
+#define ISO F.iso
+#define D1 F.d1
+
+static float host_a[N], host_b[N], host_poison[N];
+static unsigned char host_big[4 * N + 64];
+static double forged_target;
+
+static int set_make(ctx_set *s, const char *name, fc_cuda_ctx *ctx)
+{
+    s->name = name;
+    s->ctx = ctx;
+    if (!ctx) return 0;
+    if (!(s->a = ct_upload_new(ctx, host_a, N)) || !(s->b = ct_upload_new(ctx, host_b, N)) ||
+        !(s->out = ct_upload_new(ctx, host_poison, N)) || !(s->big = fc_buffer_alloc_ctx(ctx, BIG_BYTES)))
+        return 0;
+    if (!(s->module = fc_module_load_ptx(ctx, USER_PTX)) || !(s->kernel = fc_module_get_kernel(s->module, "scale_f32")))
+        return 0;
+    s->kx = fc_buffer_device_ptr(s->out);
+    s->ks = 1.0f;
+    s->kn = N;
+    s->args[0] = &s->kx;
+    s->args[1] = &s->ks;
+    s->args[2] = &s->kn;
+    if (fc_graph_begin_ctx(ctx) != FC_OK || fc_add_ctx(ctx, s->a, s->b, s->out, N) != FC_OK) return 0;
+    return (s->graph = fc_graph_end_ctx(ctx)) != NULL;
+}
+
+static void set_free(ctx_set *s)
+{
+    fc_graph_free(s->graph);
+    fc_kernel_free(s->kernel);
+    fc_module_free(s->module);
+    CT_FREE_BUFFERS(s->a, s->b, s->out, s->big);
+    fc_cuda_ctx_free(s->ctx);
+    memset(s, 0, sizeof *s);
+}
+
+/* Whether the set is still usable: not capturing, every handle alive, and
+ * out = a + b computes 3.5. Says why not in `why`. */
+static int set_usable(ctx_set *s, char *why, size_t len)
+{
+    float got[N];
+    if (!s->ctx) return 1;
+    if (fc_graph_is_capturing_ctx(s->ctx) != 0) {
+        snprintf(why, len, "%s: the context is still capturing", s->name);
+        return 0;
+    }
+    if (fc_buffer_size(s->a) != N * sizeof(float) || fc_buffer_size(s->big) != BIG_BYTES ||
+        fc_kernel_param_count(s->kernel) != 3 || fc_graph_segment_count(s->graph) != 1) {
+        snprintf(why, len, "%s: a fixture handle died: %s", s->name, fc_last_error());
+        return 0;
+    }
+    if (fc_buffer_upload(s->out, host_poison, sizeof host_poison) != FC_OK ||
+        fc_add_ctx(s->ctx, s->a, s->b, s->out, N) != FC_OK || fc_sync_ctx(s->ctx) != FC_OK ||
+        fc_buffer_download(s->out, got, sizeof got) != FC_OK) {
+        snprintf(why, len, "%s: add + download failed: code %d: %s", s->name, fc_last_error_code(), fc_last_error());
+        return 0;
+    }
+    for (int i = 0; i < N; i++) {
+        if (got[i] != 3.5f) {
+            snprintf(why, len, "%s: add gave out[%d] = %g, want 3.5", s->name, i, (double)got[i]);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int all_usable(char *why, size_t len)
+{
+    return set_usable(&P0, why, len) && set_usable(&P0B, why, len) && set_usable(&ISO, why, len) &&
+           set_usable(&D1, why, len);
+}
+
+static int fixture_make(void)
+{
+    ct_fill_value(host_a, N, 1.5f);
+    ct_fill_value(host_b, N, 2.0f);
+    ct_fill_poison(host_poison, N);
+    F.has_d1 = fc_cuda_device_count() >= 2;
+    if (!set_make(&P0, "p0 (primary, device 0)", fc_cuda_init_device(0)) ||
+        !set_make(&P0B, "p0b (second primary context, device 0)", fc_cuda_init_device(0)) ||
+        !set_make(&ISO, "iso (isolated, device 0)", fc_cuda_init_device_isolated(0)) ||
+        (F.has_d1 && !set_make(&D1, "d1 (primary, device 1)", fc_cuda_init_device(1)))) {
+        printf("[FAIL] %s: fixture: code %d: %s\n", ct_prog, fc_last_error_code(), fc_last_error());
+        return 0;
+    }
+    /* One freed handle of every kind. */
+    F.dead.ctx = fc_cuda_init_device(0);
+    F.dead.buf = fc_buffer_alloc_ctx(P0.ctx, 64);
+    F.dead.module = fc_module_load_ptx(P0.ctx, USER_PTX);
+    F.dead.kernel = fc_module_get_kernel(P0.module, "axpy_f32");
+    if (fc_graph_begin_ctx(P0.ctx) == FC_OK && fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N) == FC_OK)
+        F.dead.graph = fc_graph_end_ctx(P0.ctx);
+    if (!F.dead.ctx || !F.dead.buf || !F.dead.module || !F.dead.kernel || !F.dead.graph) {
+        printf("[FAIL] %s: fixture (dead handles): %s\n", ct_prog, fc_last_error());
+        return 0;
+    }
+    fc_cuda_ctx_free(F.dead.ctx);
+    fc_buffer_free(F.dead.buf);
+    fc_module_free(F.dead.module);
+    fc_kernel_free(F.dead.kernel);
+    fc_graph_free(F.dead.graph);
+    char why[512];
+    if (!all_usable(why, sizeof why)) {
+        printf("[FAIL] %s: fixture unusable from the start: %s\n", ct_prog, why);
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- running a call idle and while capturing ----------------------------------- */
+
+enum {
+    W_IDLE = 1,       /* run with p0 idle */
+    W_CAPTURING = 2,  /* run while p0 captures (THREAD_LOCAL) */
+    W_BOTH = 3,
+    W_ENDS = 4,       /* in the capturing run, the call ends p0's capture */
+    W_D1 = 8,         /* needs device 1 */
+};
+
+/* Records out = a + b into p0's open capture, ends it and checks the replay. */
+static int capture_still_works(char *why, size_t len)
+{
+    if (fc_graph_is_capturing_ctx(P0.ctx) != 1) {
+        snprintf(why, len, "the refused call closed p0's capture");
+        return 0;
+    }
+    if (fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N) != FC_OK) {
+        snprintf(why, len, "recording into p0's capture after the call failed: %s", fc_last_error());
+        return 0;
+    }
+    fc_graph *g = fc_graph_end_ctx(P0.ctx);
+    if (!g) {
+        snprintf(why, len, "p0's capture no longer ends: code %d: %s", fc_last_error_code(), fc_last_error());
+        return 0;
+    }
+    int ok = ct_replay_gives(P0.ctx, g, P0.out, host_poison, N, 3.5f);
+    fc_graph_free(g);
+    if (!ok) snprintf(why, len, "p0's capture, ended after the call, replays wrong numbers");
+    return ok;
+}
+
+/* Runs `call` once, in the given state, as one counted case. */
+static void run_case(const char *name, int capturing, int ends, int (*call)(void *), void *arg, int code,
+                     const char *keywords, const char *also)
+{
+    char full[160], why[1400];
+    snprintf(full, sizeof full, "%s[%s]", name, capturing ? "capturing" : "idle");
+    int ok = 1;
+    if (capturing && fc_graph_begin_ctx(P0.ctx) != FC_OK) {
+        snprintf(why, sizeof why, "could not begin the capture: %s", fc_last_error());
+        ok = 0;
+    }
+    if (ok) {
+        fc_clear_last_error();
+        int st = call(arg);
+        ok = ct_outcome_ok(st, code, keywords, also, why, sizeof why);
+    }
+    if (ok && capturing) {
+        if (ends) {
+            if (fc_graph_is_capturing_ctx(P0.ctx) != 0) {
+                snprintf(why, sizeof why, "p0 still captures after a call that must leave capture");
+                ok = 0;
+            }
+        } else {
+            ok = capture_still_works(why, sizeof why);
+        }
+    }
+    if (fc_graph_is_capturing_ctx(P0.ctx) == 1) (void)fc_graph_abort_ctx(P0.ctx);
+    if (ok) {
+        char uwhy[512];
+        if (!all_usable(uwhy, sizeof uwhy)) {
+            snprintf(why, sizeof why, "after the call: %s", uwhy);
+            ok = 0;
+        }
+    }
+    ct_case_result(full, ok, why);
+}
+
+/* ---- group: the handle sweep -------------------------------------------------------- */
+
+static void *valid_slot(int slot)
+{
+    switch (slot) {
+    case CT_S_CTX: return P0.ctx;
+    case CT_S_A: return P0.a;
+    case CT_S_B: return P0.b;
+    case CT_S_OUT: return P0.out;
+    case CT_S_GRAPH: return P0.graph;
+    case CT_S_MODULE: return P0.module;
+    default: return P0.kernel;
+    }
+}
+
+static void *dead_of(int kind)
+{
+    switch (kind) {
+    case CT_K_CTX: return F.dead.ctx;
+    case CT_K_BUFFER: return F.dead.buf;
+    case CT_K_GRAPH: return F.dead.graph;
+    case CT_K_MODULE: return F.dead.module;
+    default: return F.dead.kernel;
+    }
+}
+
+/* A live handle of another kind than `kind`. */
+static void *other_kind_of(int kind)
+{
+    switch (kind) {
+    case CT_K_CTX: return P0.a;
+    case CT_K_BUFFER: return P0.graph;
+    case CT_K_GRAPH: return P0.kernel;
+    case CT_K_MODULE: return P0.ctx;
+    default: return P0.module;
+    }
+}
+
+typedef struct {
+    size_t export_index;
+    ct_handles h;
+} sweep_call;
+
+static int call_sweep(void *arg)
+{
+    sweep_call *c = (sweep_call *)arg;
+    return ct_call_export(c->export_index, &c->h);
+}
+
+static void handle_sweep(fc_cuda_ctx *unused)
+{
+    (void)unused;
+    enum { V_NULL, V_FREED, V_OTHER_KIND, V_FORGED, V_COUNT };
+    static const char *const vname[V_COUNT] = {"NULL", "freed", "other kind", "forged"};
+    for (size_t e = 0; e < CT_EXPORT_COUNT; e++) {
+        const ct_export *x = &ct_exports[e];
+        for (int p = 0; p < ct_export_nparams(x); p++) {
+            int slot = x->params[p].slot, kind = ct_slot_kind(slot);
+            const char *pname = x->params[p].name;
+            for (int v = 0; v < V_COUNT; v++) {
+                sweep_call c;
+                memset(&c, 0, sizeof c);
+                c.export_index = e;
+                for (int s = 1; s < CT_SLOTS; s++) c.h.slot[s] = valid_slot(s);
+                c.h.dptr = fc_buffer_device_ptr(P0.big);
+                c.h.args = P0.args;
+                c.h.nargs = 3;
+                void *bad = v == V_NULL ? NULL
+                            : v == V_FREED ? dead_of(kind)
+                            : v == V_OTHER_KIND ? other_kind_of(kind)
+                                                : (void *)&forged_target;
+                c.h.slot[slot] = bad;
+                char name[160], kw[96], problem[96];
+                snprintf(name, sizeof name, "%s(%s=%s)", x->name, pname, vname[v]);
+                int code;
+                if (v == V_NULL) {
+                    code = ct_is_free(x) ? FC_OK : FC_ERR_INVALID_ARGUMENT;
+                    snprintf(kw, sizeof kw, "%s is NULL", pname);
+                    problem[0] = 0;
+                } else {
+                    code = FC_ERR_INVALID_HANDLE;
+                    snprintf(kw, sizeof kw, "%s (0x", pname);
+                    if (v == V_FREED)
+                        snprintf(problem, sizeof problem, "already freed");
+                    else if (v == V_OTHER_KIND)
+                        snprintf(problem, sizeof problem, "not an %s", ct_kind_name[kind]);
+                    else
+                        snprintf(problem, sizeof problem, "not a handle made by this library");
+                }
+                int ends = !strcmp(x->name, "fc_graph_end_update_ctx") && slot == CT_S_GRAPH;
+                for (int capturing = 0; capturing < 2; capturing++) {
+                    sweep_call run = c; /* the call may update its copy (counters, outputs) */
+                    run_case(name, capturing, ends, call_sweep, &run, code, code == FC_OK ? NULL : kw,
+                             problem[0] ? problem : NULL);
+                }
+            }
+        }
+    }
+}
+
+/* ---- table rows ---------------------------------------------------------------------- */
+
+typedef struct {
+    const char *name;
+    int (*call)(void);
+    int when;
+    int code;
+    const char *keywords;
+} row;
+
+static int call_row(void *arg)
+{
+    return ((const row *)arg)->call();
+}
+
+static void run_rows(const row *rows, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        const row *r = &rows[i];
+        for (int capturing = 0; capturing < 2; capturing++) {
+            if (!(r->when & (capturing ? W_CAPTURING : W_IDLE))) continue;
+            if ((r->when & W_D1) && !F.has_d1) {
+                ct_matrix_skipped++;
+                continue;
+            }
+            run_case(r->name, capturing, (r->when & W_ENDS) != 0, call_row, (void *)r, r->code, r->keywords,
+                     NULL);
+        }
+    }
+}
+
+/* ROWS(X) lists X(name, when, expected status, keywords, status expression);
+ * DEFINE_ROWS(group, ROWS) makes the row functions, the table and the group. */
+#define ROW_FN(name, when, code, kw, expr) \
+    static int row_##name(void) { return (expr); }
+#define ROW_ENTRY(name, when, code, kw, expr) {#name, row_##name, when, code, kw},
+#define DEFINE_ROWS(group, ROWS)                              \
+    ROWS(ROW_FN)                                              \
+    static const row group##_rows[] = {ROWS(ROW_ENTRY)};      \
+    static void group(fc_cuda_ctx *unused)                    \
+    {                                                         \
+        (void)unused;                                         \
+        run_rows(group##_rows, CT_COUNT(group##_rows));       \
+    }
+
+static int wrap(fc_cuda_ctx *ctx, uint64_t ptr, size_t bytes)
+{
+    return ST_NEW(fc_buffer_wrap_ctx(ctx, ptr, bytes));
+}
+
+static uint64_t ptr_of(const fc_buffer *b)
+{
+    return fc_buffer_device_ptr(b);
+}
+
+#define KW_OOM "OUT_OF_MEMORY"
+#define KW_OTHER_CTX "another CUDA context"
+
+/* clang-format off */
+#define SIZE_ROWS(X)                                                                                              \
+    X(alloc_0_bytes, W_BOTH, FC_ERR_INVALID_ARGUMENT, "0 bytes", ST_NEW(fc_buffer_alloc_ctx(P0.ctx, 0)))         \
+    X(alloc_SIZE_MAX, W_BOTH, FC_ERR_INVALID_ARGUMENT, "overflows", ST_NEW(fc_buffer_alloc_ctx(P0.ctx, SIZE_MAX))) \
+    X(alloc_SIZE_MAX_minus_256, W_BOTH, FC_ERR_INVALID_ARGUMENT, "overflows",                                    \
+      ST_NEW(fc_buffer_alloc_ctx(P0.ctx, SIZE_MAX - 256)))                                                       \
+    X(alloc_SIZE_MAX_minus_511, W_BOTH, FC_ERR_INVALID_ARGUMENT, "overflows",                                    \
+      ST_NEW(fc_buffer_alloc_ctx(P0.ctx, SIZE_MAX - 511)))                                                       \
+    X(alloc_1_TiB, W_BOTH, FC_ERR_OUT_OF_MEMORY, KW_OOM, ST_NEW(fc_buffer_alloc_ctx(P0.ctx, (size_t)1 << 40)))   \
+    X(alloc_half_the_address_space, W_BOTH, FC_ERR_OUT_OF_MEMORY, KW_OOM,                                        \
+      ST_NEW(fc_buffer_alloc_ctx(P0.ctx, SIZE_MAX / 2)))                                                         \
+    X(alloc_1_TiB_isolated, W_IDLE, FC_ERR_OUT_OF_MEMORY, KW_OOM,                                                \
+      ST_NEW(fc_buffer_alloc_ctx(ISO.ctx, (size_t)1 << 40)))                                                     \
+    X(wrap_null_pointer, W_BOTH, FC_ERR_INVALID_ARGUMENT, "null device pointer", wrap(P0.ctx, 0, 16))           \
+    X(wrap_0_bytes, W_BOTH, FC_ERR_INVALID_ARGUMENT, "0 bytes", wrap(P0.ctx, ptr_of(P0.big), 0))                 \
+    X(wrap_end_past_2_pow_64, W_BOTH, FC_ERR_INVALID_ARGUMENT, "overflows", wrap(P0.ctx, UINT64_MAX - 8, 16))    \
+    X(wrap_SIZE_MAX_bytes, W_BOTH, FC_ERR_INVALID_ARGUMENT, "overflows", wrap(P0.ctx, ptr_of(P0.big), SIZE_MAX)) \
+    X(wrap_past_the_allocation, W_BOTH, FC_ERR_BUFFER_TOO_SMALL, "past the end",                                 \
+      wrap(P0.ctx, ptr_of(P0.big) + 8, BIG_BYTES))                                                               \
+    X(wrap_host_memory, W_BOTH, FC_ERR_INVALID_ARGUMENT, "not device memory",                                    \
+      wrap(P0.ctx, (uint64_t)(uintptr_t)host_big, 16))                                                           \
+    X(wrap_isolated_memory_on_primary, W_BOTH, FC_ERR_WRONG_CONTEXT, KW_OTHER_CTX,                               \
+      wrap(P0.ctx, ptr_of(ISO.big), 16))                                                                         \
+    X(wrap_primary_memory_on_isolated, W_BOTH, FC_ERR_WRONG_CONTEXT, KW_OTHER_CTX,                               \
+      wrap(ISO.ctx, ptr_of(P0.big), 16))                                                                         \
+    X(wrap_device_1_memory_on_device_0, W_BOTH | W_D1, FC_ERR_WRONG_CONTEXT, KW_OTHER_CTX,                       \
+      wrap(P0.ctx, ptr_of(D1.big), 16))                                                                          \
+    X(wrap_memory_of_the_same_primary_context, W_BOTH, FC_OK, NULL, wrap(P0B.ctx, ptr_of(P0.big) + 64, 4096))
+/* clang-format on */
+DEFINE_ROWS(sizes, SIZE_ROWS)
+
+/* clang-format off */
+#define COPY_ROWS(X)                                                                                              \
+    X(upload_NULL_src, W_BOTH, FC_ERR_INVALID_ARGUMENT, "src is NULL", fc_buffer_upload(P0.big, NULL, 16))      \
+    X(download_NULL_dst, W_BOTH, FC_ERR_INVALID_ARGUMENT, "dst is NULL", fc_buffer_download(P0.big, NULL, 16))  \
+    X(upload_0_bytes_from_NULL, W_BOTH, FC_OK, NULL, fc_buffer_upload(P0.big, NULL, 0))                          \
+    X(download_0_bytes_to_NULL, W_BOTH, FC_OK, NULL, fc_buffer_download(P0.big, NULL, 0))                        \
+    X(upload_one_byte_too_many, W_BOTH, FC_ERR_BUFFER_TOO_SMALL, "1025 bytes into a buffer of 1024",             \
+      fc_buffer_upload(P0.a, host_big, 4 * N + 1))                                                               \
+    X(download_one_byte_too_many, W_BOTH, FC_ERR_BUFFER_TOO_SMALL, "1025 bytes into a buffer of 1024",           \
+      fc_buffer_download(P0.a, host_big, 4 * N + 1))                                                             \
+    X(upload_SIZE_MAX, W_BOTH, FC_ERR_BUFFER_TOO_SMALL, "into a buffer of 1024",                                 \
+      fc_buffer_upload(P0.a, host_big, SIZE_MAX))                                                                \
+    X(download_SIZE_MAX, W_BOTH, FC_ERR_BUFFER_TOO_SMALL, "into a buffer of 1024",                               \
+      fc_buffer_download(P0.a, host_big, SIZE_MAX))                                                              \
+    X(upload_SIZE_MAX_minus_256, W_BOTH, FC_ERR_BUFFER_TOO_SMALL, "into a buffer of 1024",                       \
+      fc_buffer_upload(P0.a, host_big, SIZE_MAX - 256))                                                          \
+    X(download_SIZE_MAX_minus_256, W_BOTH, FC_ERR_BUFFER_TOO_SMALL, "into a buffer of 1024",                     \
+      fc_buffer_download(P0.a, host_big, SIZE_MAX - 256))                                                        \
+    X(upload_while_capturing, W_CAPTURING, FC_ERR_CAPTURE_STATE, "while this context is capturing",              \
+      fc_buffer_upload(P0.big, host_big, 16))                                                                    \
+    X(download_while_capturing, W_CAPTURING, FC_ERR_CAPTURE_STATE, "while this context is capturing",            \
+      fc_buffer_download(P0.big, host_big, 16))                                                                  \
+    X(fill_offset_SIZE_MAX, W_BOTH, FC_ERR_INVALID_ARGUMENT, "overflows",                                        \
+      fc_buffer_fill_ctx(P0.ctx, P0.a, SIZE_MAX, 1, 0))                                                          \
+    X(fill_len_SIZE_MAX, W_BOTH, FC_ERR_INVALID_ARGUMENT, "overflows", fc_buffer_fill_ctx(P0.ctx, P0.a, 8, SIZE_MAX, 0)) \
+    X(fill_range_wraps_around, W_BOTH, FC_ERR_INVALID_ARGUMENT, "overflows",                                     \
+      fc_buffer_fill_ctx(P0.ctx, P0.a, SIZE_MAX - 256, 512, 0))                                                  \
+    X(fill_one_byte_past_the_end, W_BOTH, FC_ERR_BUFFER_TOO_SMALL, "in a buffer of 1024",                        \
+      fc_buffer_fill_ctx(P0.ctx, P0.a, 4 * N, 1, 0))                                                             \
+    X(fill_empty_range_past_the_end, W_BOTH, FC_ERR_BUFFER_TOO_SMALL, "in a buffer of 1024",                     \
+      fc_buffer_fill_ctx(P0.ctx, P0.a, 4 * N + 1, 0, 0))                                                         \
+    X(fill_empty_range_at_the_end, W_BOTH, FC_OK, NULL, fc_buffer_fill_ctx(P0.ctx, P0.a, 4 * N, 0, 0xff))        \
+    X(fill_isolated_buffer_on_primary, W_BOTH, FC_ERR_WRONG_CONTEXT, KW_OTHER_CTX,                               \
+      fc_buffer_fill_ctx(P0.ctx, ISO.a, 0, 4, 0))                                                                \
+    X(fill_primary_buffer_on_isolated, W_BOTH, FC_ERR_WRONG_CONTEXT, KW_OTHER_CTX,                               \
+      fc_buffer_fill_ctx(ISO.ctx, P0.a, 0, 4, 0))                                                                \
+    X(fill_device_1_buffer_on_device_0, W_BOTH | W_D1, FC_ERR_WRONG_DEVICE, "lives on device 1",                 \
+      fc_buffer_fill_ctx(P0.ctx, D1.a, 0, 4, 0))
+/* clang-format on */
+DEFINE_ROWS(copies_and_fills, COPY_ROWS)
+
+/* clang-format off */
+#define ELEMENTWISE_ROWS(X)                                                                                       \
+    X(add_n_one_too_many, W_BOTH, FC_ERR_BUFFER_TOO_SMALL, "257 floats need 1028",                               \
+      fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N + 1))                                                             \
+    X(mul_n_one_too_many, W_BOTH, FC_ERR_BUFFER_TOO_SMALL, "257 floats need 1028",                               \
+      fc_mul_ctx(P0.ctx, P0.a, P0.b, P0.out, N + 1))                                                             \
+    X(add_out_too_small, W_BOTH, FC_ERR_BUFFER_TOO_SMALL, "out holds 1024 bytes",                                \
+      fc_add_ctx(P0.ctx, P0.big, P0.big, P0.out, N + 1))                                                         \
+    X(add_n_SIZE_MAX, W_BOTH, FC_ERR_INVALID_ARGUMENT, "32-bit", fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, SIZE_MAX)) \
+    X(add_n_2_pow_32, W_BOTH, FC_ERR_INVALID_ARGUMENT, "32-bit",                                                 \
+      fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, (size_t)UINT32_MAX + 1))                                            \
+    X(mul_n_UINT32_MAX, W_BOTH, FC_ERR_BUFFER_TOO_SMALL, "floats need",                                          \
+      fc_mul_ctx(P0.ctx, P0.a, P0.b, P0.out, UINT32_MAX))                                                        \
+    X(add_0_elements, W_BOTH, FC_OK, NULL, fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, 0))                            \
+    X(add_a_of_isolated_context, W_BOTH, FC_ERR_WRONG_CONTEXT, KW_OTHER_CTX,                                     \
+      fc_add_ctx(P0.ctx, ISO.a, P0.b, P0.out, N))                                                                \
+    X(add_b_of_isolated_context, W_BOTH, FC_ERR_WRONG_CONTEXT, KW_OTHER_CTX,                                     \
+      fc_add_ctx(P0.ctx, P0.a, ISO.b, P0.out, N))                                                                \
+    X(mul_out_of_isolated_context, W_BOTH, FC_ERR_WRONG_CONTEXT, KW_OTHER_CTX,                                   \
+      fc_mul_ctx(P0.ctx, P0.a, P0.b, ISO.out, N))                                                                \
+    X(add_primary_buffer_on_isolated_context, W_BOTH, FC_ERR_WRONG_CONTEXT, KW_OTHER_CTX,                        \
+      fc_add_ctx(ISO.ctx, ISO.a, P0.b, ISO.out, N))                                                              \
+    X(add_a_of_device_1, W_BOTH | W_D1, FC_ERR_WRONG_DEVICE, "lives on device 1",                                \
+      fc_add_ctx(P0.ctx, D1.a, P0.b, P0.out, N))                                                                 \
+    X(mul_out_of_device_1, W_BOTH | W_D1, FC_ERR_WRONG_DEVICE, "lives on device 1",                              \
+      fc_mul_ctx(P0.ctx, P0.a, P0.b, D1.out, N))                                                                 \
+    X(add_device_0_buffers_on_device_1, W_BOTH | W_D1, FC_ERR_WRONG_DEVICE, "lives on device 0",                 \
+      fc_add_ctx(D1.ctx, P0.a, D1.b, D1.out, N))                                                                 \
+    X(add_buffers_of_another_primary_context, W_BOTH, FC_OK, NULL, fc_add_ctx(P0.ctx, P0B.a, P0B.b, P0.out, N))
+/* clang-format on */
+DEFINE_ROWS(elementwise, ELEMENTWISE_ROWS)
+
+/* ---- PTX ---- */
+
+static char ptx_random_bytes[4096], ptx_random_text[4096], ptx_cut_in_params[4096], ptx_cut_in_body[4096],
+    ptx_bad_version[4096], ptx_bad_target[4096], ptx_open_comment[4096];
+
+static const char ptx_unknown_instruction[] = ".version 7.0\n.target sm_35\n.address_size 64\n"
+                                              ".visible .entry broken(.param .u32 n)\n{\n"
+                                              "\tfrobnicate.f32 %f1, %f2;\n\tret;\n}\n";
+static const char ptx_bad_param_type[] = ".version 7.0\n.target sm_35\n.address_size 64\n"
+                                         ".visible .entry k(.param .u128 n)\n{\n\tret;\n}\n";
+static const char ptx_conflicting_entries[] = ".version 7.0\n.target sm_35\n.address_size 64\n"
+                                              ".visible .entry k(.param .u32 n)\n{\n\tret;\n}\n"
+                                              ".visible .entry k(.param .u64 n)\n{\n\tret;\n}\n";
+
+/* Copies USER_PTX into dst with `from` replaced by `to` (or cut before
+ * `from` when `to` is NULL, or cut after `from` when `to` is ""). */
+static void ptx_edit(char *dst, size_t len, const char *from, const char *to)
+{
+    const char *at = strstr(USER_PTX, from);
+    size_t head = at ? (size_t)(at - USER_PTX) : strlen(USER_PTX);
+    if (to && !to[0] && at) head += strlen(from);
+    snprintf(dst, len, "%.*s%s%s", (int)head, USER_PTX, to && to[0] ? to : "",
+             to && to[0] && at ? at + strlen(from) : "");
+}
+
+static void make_bad_ptx(void)
+{
+    ct_seed(0xBAD);
+    for (size_t i = 0; i + 1 < sizeof ptx_random_bytes; i++) {
+        unsigned char c = (unsigned char)(ct_rand_u32() >> 24);
+        ptx_random_bytes[i] = (char)(c ? c : 0xff);
+    }
+    ptx_random_bytes[0] = (char)0xff; /* never valid UTF-8 */
+    ptx_random_bytes[sizeof ptx_random_bytes - 1] = 0;
+    static const char printable[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 \t\n.,;:{}[]()<>+-*%$_!?#@&|=~^";
+    for (size_t i = 0; i + 1 < sizeof ptx_random_text; i++)
+        ptx_random_text[i] = printable[ct_rand_u32() % (sizeof printable - 1)];
+    ptx_random_text[sizeof ptx_random_text - 1] = 0;
+    ptx_edit(ptx_cut_in_params, sizeof ptx_cut_in_params, "\t.param .f32 s,\n", "");
+    ptx_edit(ptx_cut_in_body, sizeof ptx_cut_in_body, "\tmul.rn.f32", NULL);
+    ptx_edit(ptx_bad_version, sizeof ptx_bad_version, ".version 7.0", ".version 99.9");
+    ptx_edit(ptx_bad_target, sizeof ptx_bad_target, ".target sm_35", ".target sm_9999");
+    snprintf(ptx_open_comment, sizeof ptx_open_comment, "%s\n/* this comment never ends\n", USER_PTX);
+}
+
+#define LOAD(text) ST_NEW(fc_module_load_ptx(P0.ctx, (text)))
+#define KW_JIT "cuModuleLoadDataEx"
+
+/* clang-format off */
+#define PTX_ROWS(X)                                                                                               \
+    X(ptx_NULL, W_BOTH, FC_ERR_INVALID_ARGUMENT, "ptx is NULL", LOAD(NULL))                                       \
+    X(ptx_empty, W_BOTH, FC_ERR_CUDA, KW_JIT, LOAD(""))                                                           \
+    X(ptx_random_bytes, W_BOTH, FC_ERR_INVALID_ARGUMENT, "UTF-8", LOAD(ptx_random_bytes))                        \
+    X(ptx_random_text, W_BOTH, FC_ERR_CUDA, KW_JIT, LOAD(ptx_random_text))                                        \
+    X(ptx_cut_in_the_parameter_list, W_BOTH, FC_ERR_INVALID_ARGUMENT, "unterminated parameter list",             \
+      LOAD(ptx_cut_in_params))                                                                                    \
+    X(ptx_cut_in_a_body, W_BOTH, FC_ERR_CUDA, KW_JIT, LOAD(ptx_cut_in_body))                                      \
+    X(ptx_version_99_9, W_BOTH, FC_ERR_CUDA, KW_JIT, LOAD(ptx_bad_version))                                       \
+    X(ptx_target_sm_9999, W_BOTH, FC_ERR_CUDA, KW_JIT, LOAD(ptx_bad_target))                                      \
+    X(ptx_unknown_instruction, W_BOTH, FC_ERR_CUDA, KW_JIT, LOAD(ptx_unknown_instruction))                        \
+    X(ptx_parameter_type_u128, W_BOTH, FC_ERR_INVALID_ARGUMENT, "unsupported type", LOAD(ptx_bad_param_type))    \
+    X(ptx_conflicting_entries, W_BOTH, FC_ERR_INVALID_ARGUMENT, "different parameters",                          \
+      LOAD(ptx_conflicting_entries))                                                                              \
+    X(ptx_unterminated_comment, W_BOTH, FC_ERR_INVALID_ARGUMENT, "unterminated /* comment", LOAD(ptx_open_comment)) \
+    X(ptx_on_isolated_context_loads, W_BOTH, FC_OK, NULL, ST_NEW(fc_module_load_ptx(ISO.ctx, USER_PTX)))        \
+    X(kernel_NULL_name, W_BOTH, FC_ERR_INVALID_ARGUMENT, "name is NULL", ST_NEW(fc_module_get_kernel(P0.module, NULL))) \
+    X(kernel_unknown_name, W_BOTH, FC_ERR_INVALID_ARGUMENT, "no kernel named",                                   \
+      ST_NEW(fc_module_get_kernel(P0.module, "no_such_kernel")))                                                 \
+    X(kernel_empty_name, W_BOTH, FC_ERR_INVALID_ARGUMENT, "no kernel named", ST_NEW(fc_module_get_kernel(P0.module, ""))) \
+    X(kernel_name_prefix, W_BOTH, FC_ERR_INVALID_ARGUMENT, "scale_f3", ST_NEW(fc_module_get_kernel(P0.module, "scale_f3"))) \
+    X(kernel_name_not_utf8, W_BOTH, FC_ERR_INVALID_ARGUMENT, "UTF-8",                                            \
+      ST_NEW(fc_module_get_kernel(P0.module, "\xff\xfe")))
+/* clang-format on */
+DEFINE_ROWS(ptx, PTX_ROWS)
+
+/* ---- launches ---- */
+
+static int launch(fc_cuda_ctx *ctx, const fc_kernel *k, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                  unsigned by, unsigned bz, unsigned smem, void **args, size_t nargs)
+{
+    return fc_kernel_launch_ctx(ctx, k, gx, gy, gz, bx, by, bz, smem, args, nargs);
+}
+
+static void *args4[4], *hole0[3], *hole1[3], *hole2[3];
+
+static void make_bad_args(void)
+{
+    for (int i = 0; i < 3; i++) {
+        args4[i] = hole0[i] = hole1[i] = hole2[i] = P0.args[i];
+    }
+    args4[3] = P0.args[2];
+    hole0[0] = hole1[1] = hole2[2] = NULL;
+}
+
+#define KLAUNCH(gx, gy, gz, bx, by, bz, smem, args, nargs) launch(P0.ctx, P0.kernel, gx, gy, gz, bx, by, bz, smem, args, nargs)
+#define KW_DIMS "launch dimensions must be non-zero"
+#define KW_LIMIT "exceeds"
+
+/* clang-format off */
+#define LAUNCH_ROWS(X)                                                                                            \
+    X(launch_2_of_3_arguments, W_BOTH, FC_ERR_INVALID_ARGUMENT, "2 arguments given",                             \
+      KLAUNCH(1, 1, 1, 32, 1, 1, 0, P0.args, 2))                                                                  \
+    X(launch_4_arguments, W_BOTH, FC_ERR_INVALID_ARGUMENT, "4 arguments given", KLAUNCH(1, 1, 1, 32, 1, 1, 0, args4, 4)) \
+    X(launch_0_arguments, W_BOTH, FC_ERR_INVALID_ARGUMENT, "0 arguments given", KLAUNCH(1, 1, 1, 32, 1, 1, 0, NULL, 0)) \
+    X(launch_SIZE_MAX_arguments, W_BOTH, FC_ERR_INVALID_ARGUMENT, "arguments given",                             \
+      KLAUNCH(1, 1, 1, 32, 1, 1, 0, P0.args, SIZE_MAX))                                                           \
+    X(launch_NULL_args, W_BOTH, FC_ERR_INVALID_ARGUMENT, "args is NULL", KLAUNCH(1, 1, 1, 32, 1, 1, 0, NULL, 3))  \
+    X(launch_NULL_argument_0, W_BOTH, FC_ERR_INVALID_ARGUMENT, "args[0] is NULL", KLAUNCH(1, 1, 1, 32, 1, 1, 0, hole0, 3)) \
+    X(launch_NULL_argument_1, W_BOTH, FC_ERR_INVALID_ARGUMENT, "args[1] is NULL", KLAUNCH(1, 1, 1, 32, 1, 1, 0, hole1, 3)) \
+    X(launch_NULL_argument_2, W_BOTH, FC_ERR_INVALID_ARGUMENT, "args[2] is NULL", KLAUNCH(1, 1, 1, 32, 1, 1, 0, hole2, 3)) \
+    X(launch_grid_x_0, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_DIMS, KLAUNCH(0, 1, 1, 32, 1, 1, 0, P0.args, 3))       \
+    X(launch_grid_y_0, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_DIMS, KLAUNCH(1, 0, 1, 32, 1, 1, 0, P0.args, 3))       \
+    X(launch_grid_z_0, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_DIMS, KLAUNCH(1, 1, 0, 32, 1, 1, 0, P0.args, 3))       \
+    X(launch_block_x_0, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_DIMS, KLAUNCH(1, 1, 1, 0, 1, 1, 0, P0.args, 3))       \
+    X(launch_block_y_0, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_DIMS, KLAUNCH(1, 1, 1, 32, 0, 1, 0, P0.args, 3))      \
+    X(launch_block_z_0, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_DIMS, KLAUNCH(1, 1, 1, 32, 1, 0, 0, P0.args, 3))      \
+    X(launch_2048_threads_per_block, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_LIMIT,                                  \
+      KLAUNCH(1, 1, 1, 2048, 1, 1, 0, P0.args, 3))                                                                \
+    X(launch_block_z_128, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_LIMIT, KLAUNCH(1, 1, 1, 1, 1, 128, 0, P0.args, 3)) \
+    X(launch_grid_y_65536, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_LIMIT, KLAUNCH(1, 65536, 1, 32, 1, 1, 0, P0.args, 3)) \
+    X(launch_grid_x_UINT_MAX, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_LIMIT, KLAUNCH(UINT_MAX, 1, 1, 32, 1, 1, 0, P0.args, 3)) \
+    X(launch_1_MiB_shared_memory, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_LIMIT,                                     \
+      KLAUNCH(1, 1, 1, 32, 1, 1, 1u << 20, P0.args, 3))                                                           \
+    X(launch_isolated_kernel_on_primary, W_BOTH, FC_ERR_WRONG_CONTEXT, KW_OTHER_CTX,                             \
+      launch(P0.ctx, ISO.kernel, 1, 1, 1, 32, 1, 1, 0, P0.args, 3))                                               \
+    X(launch_primary_kernel_on_isolated, W_BOTH, FC_ERR_WRONG_CONTEXT, KW_OTHER_CTX,                             \
+      launch(ISO.ctx, P0.kernel, 1, 1, 1, 32, 1, 1, 0, ISO.args, 3))                                              \
+    X(launch_device_1_kernel_on_device_0, W_BOTH | W_D1, FC_ERR_WRONG_DEVICE, "lives on device 1",               \
+      launch(P0.ctx, D1.kernel, 1, 1, 1, 32, 1, 1, 0, P0.args, 3))                                                \
+    X(launch_kernel_of_another_primary_context, W_BOTH, FC_OK, NULL,                                              \
+      launch(P0.ctx, P0B.kernel, 1, 1, 1, 256, 1, 1, 0, P0.args, 3))
+/* clang-format on */
+DEFINE_ROWS(launches, LAUNCH_ROWS)
+
+/* ---- capture modes and callback arguments ---- */
+
+static int record_add(fc_cuda_ctx *ctx, void *user)
+{
+    (void)user;
+    return fc_add_ctx(ctx, P0.a, P0.b, P0.out, N);
+}
+
+/* fc_graph_capture_ctx; frees a graph it returns; a refused call must
+ * leave *graph_out alone. */
+static int capture(fc_cuda_ctx *ctx, int mode, fc_record_fn rec, int tries)
+{
+    fc_graph *g = (fc_graph *)(uintptr_t)0x5e17;
+    int rc = fc_graph_capture_ctx(ctx, mode, rec, NULL, tries, &g);
+    if (rc == FC_OK) {
+        fc_graph_free(g);
+        return rc;
+    }
+    return g == (fc_graph *)(uintptr_t)0x5e17 ? rc : ST_WRONG_FALLBACK;
+}
+
+static int end_update(fc_cuda_ctx *ctx, fc_graph *g)
+{
+    int updated = -7;
+    int rc = fc_graph_end_update_ctx(ctx, g, &updated);
+    return rc != FC_OK && updated != -7 ? ST_WRONG_FALLBACK : rc;
+}
+
+#define TL FC_CAPTURE_MODE_THREAD_LOCAL
+#define KW_MODE "unknown capture mode"
+
+/* clang-format off */
+#define MODE_ROWS(X)                                                                                              \
+    X(begin_mode_3, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_MODE, fc_graph_begin_ctx_mode(P0.ctx, 3))                 \
+    X(begin_mode_minus_1, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_MODE, fc_graph_begin_ctx_mode(P0.ctx, -1))          \
+    X(begin_mode_INT_MAX, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_MODE, fc_graph_begin_ctx_mode(P0.ctx, INT_MAX))     \
+    X(begin_mode_INT_MIN, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_MODE, fc_graph_begin_ctx_mode(P0.ctx, INT_MIN))     \
+    X(begin_live_mode_7, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_MODE, fc_graph_begin_live_ctx(P0.ctx, 7, &F))        \
+    X(capture_mode_9, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_MODE, capture(P0.ctx, 9, record_add, 3))                \
+    X(capture_NULL_record, W_BOTH, FC_ERR_INVALID_ARGUMENT, "record is NULL", capture(P0.ctx, TL, NULL, 3))       \
+    X(capture_NULL_graph_out, W_BOTH, FC_ERR_INVALID_ARGUMENT, "graph_out is NULL",                              \
+      fc_graph_capture_ctx(P0.ctx, TL, record_add, NULL, 3, NULL))                                               \
+    X(capture_0_tries, W_BOTH, FC_ERR_INVALID_ARGUMENT, "max_tries", capture(P0.ctx, TL, record_add, 0))          \
+    X(capture_minus_1_tries, W_BOTH, FC_ERR_INVALID_ARGUMENT, "max_tries", capture(P0.ctx, TL, record_add, -1))   \
+    X(capture_INT_MIN_tries, W_BOTH, FC_ERR_INVALID_ARGUMENT, "max_tries", capture(P0.ctx, TL, record_add, INT_MIN)) \
+    X(break_NULL_fn, W_BOTH, FC_ERR_INVALID_ARGUMENT, "fn is NULL", fc_graph_break_ctx(P0.ctx, NULL, NULL))       \
+    X(capture_on_isolated_context_works, W_BOTH, FC_OK, NULL, capture(ISO.ctx, TL, record_add_iso, 1))
+/* clang-format on */
+
+static int record_add_iso(fc_cuda_ctx *ctx, void *user)
+{
+    (void)user;
+    return fc_add_ctx(ctx, ISO.a, ISO.b, ISO.out, N);
+}
+DEFINE_ROWS(modes, MODE_ROWS)
+
+/* ---- capture calls in the wrong order ---- */
+
+#define KW_NO_CAPTURE "no capture is open"
+#define KW_OPEN "already open"
+#define KW_WHILE "while this context is capturing"
+
+/* clang-format off */
+#define ORDER_ROWS(X)                                                                                             \
+    X(end_without_begin, W_IDLE, FC_ERR_CAPTURE_STATE, KW_NO_CAPTURE, ST_NEW(fc_graph_end_ctx(P0.ctx)))           \
+    X(abort_without_begin, W_IDLE, FC_ERR_CAPTURE_STATE, KW_NO_CAPTURE, fc_graph_abort_ctx(P0.ctx))               \
+    X(end_update_without_begin, W_IDLE, FC_ERR_CAPTURE_STATE, KW_NO_CAPTURE, end_update(P0.ctx, P0.graph))        \
+    X(end_update_NULL_graph_without_begin, W_IDLE, FC_ERR_INVALID_ARGUMENT, "graph is NULL", end_update(P0.ctx, NULL)) \
+    X(end_update_freed_graph_without_begin, W_IDLE, FC_ERR_INVALID_HANDLE, "already freed",                      \
+      end_update(P0.ctx, F.dead.graph))                                                                           \
+    X(begin_twice, W_CAPTURING, FC_ERR_CAPTURE_STATE, KW_OPEN, fc_graph_begin_ctx(P0.ctx))                        \
+    X(begin_relaxed_twice, W_CAPTURING, FC_ERR_CAPTURE_STATE, KW_OPEN,                                           \
+      fc_graph_begin_ctx_mode(P0.ctx, FC_CAPTURE_MODE_RELAXED))                                                   \
+    X(begin_live_global_twice, W_CAPTURING, FC_ERR_CAPTURE_STATE, KW_OPEN,                                       \
+      fc_graph_begin_live_ctx(P0.ctx, FC_CAPTURE_MODE_GLOBAL, &F))                                                \
+    X(capture_inside_a_capture, W_CAPTURING, FC_ERR_CAPTURE_STATE, KW_OPEN, capture(P0.ctx, TL, record_add, 3))   \
+    X(sync_while_capturing, W_CAPTURING, FC_ERR_CAPTURE_STATE, KW_WHILE, fc_sync_ctx(P0.ctx))                     \
+    X(launch_own_graph_while_capturing, W_CAPTURING, FC_ERR_CAPTURE_STATE, KW_WHILE, fc_graph_launch(P0.graph))   \
+    X(launch_live_own_graph_while_capturing, W_CAPTURING, FC_ERR_CAPTURE_STATE, KW_WHILE,                        \
+      fc_graph_launch_live(P0.graph, &F))                                                                         \
+    X(launch_other_contexts_graph_while_capturing, W_CAPTURING, FC_OK, NULL, fc_graph_launch(P0B.graph))          \
+    X(end_update_NULL_graph, W_CAPTURING | W_ENDS, FC_ERR_INVALID_ARGUMENT, "graph is NULL", end_update(P0.ctx, NULL)) \
+    X(end_update_freed_graph, W_CAPTURING | W_ENDS, FC_ERR_INVALID_HANDLE, "already freed",                      \
+      end_update(P0.ctx, F.dead.graph))                                                                           \
+    X(end_update_buffer_as_graph, W_CAPTURING | W_ENDS, FC_ERR_INVALID_HANDLE, "not an fc_graph",                \
+      end_update(P0.ctx, (fc_graph *)P0.a))                                                                       \
+    X(end_update_isolated_contexts_graph, W_CAPTURING | W_ENDS, FC_ERR_INVALID_ARGUMENT, "another context",      \
+      end_update(P0.ctx, ISO.graph))                                                                              \
+    X(end_update_another_primary_contexts_graph, W_CAPTURING | W_ENDS, FC_ERR_INVALID_ARGUMENT, "another context", \
+      end_update(P0.ctx, P0B.graph))                                                                              \
+    X(end_update_device_1_graph, W_CAPTURING | W_ENDS | W_D1, FC_ERR_INVALID_ARGUMENT, "another context",       \
+      end_update(P0.ctx, D1.graph))
+/* clang-format on */
+DEFINE_ROWS(order, ORDER_ROWS)
+
+/* ---- scenarios -------------------------------------------------------------------------- */
+
+/* Reads back p0.out after replaying g (poisoned first): all equal to want? */
+static int replay_gives(fc_cuda_ctx *ctx, fc_graph *g, fc_buffer *out, float want)
+{
+    return ct_replay_gives(ctx, g, out, host_poison, N, want);
+}
+
+static int out_is(ctx_set *s, float want)
+{
+    float got[N];
+    if (fc_sync_ctx(s->ctx) != FC_OK || fc_buffer_download(s->out, got, sizeof got) != FC_OK) return 0;
+    for (int i = 0; i < N; i++)
+        if (ct_bits(got[i]) != ct_bits(want) && !(got[i] == want)) return 0;
+    return 1;
+}
+
+/* Inside a break function at capture time nothing may begin, end, abort or
+ * update the capture; breaks pass through; at replay begin is refused too. */
+typedef struct {
+    int replaying;
+    int nested_calls;
+} inside_state;
+
+static int nested_break(fc_cuda_ctx *ctx, void *live, void *user)
+{
+    (void)ctx;
+    (void)live;
+    ((inside_state *)user)->nested_calls++;
+    return 0;
+}
+
+#define KW_IN_BREAK "break function"
+
+static int rules_break(fc_cuda_ctx *ctx, void *live, void *user)
+{
+    inside_state *s = (inside_state *)user;
+    (void)live;
+    const char *when = s->replaying ? "at replay" : "at capture";
+    char name[96];
+#define IN_BREAK(what) (snprintf(name, sizeof name, "%s inside a break %s", what, when), name)
+    EXPECT(IN_BREAK("break"), fc_graph_break_ctx(ctx, nested_break, s), FC_OK, NULL);
+    EXPECT(IN_BREAK("begin"), fc_graph_begin_ctx(ctx), FC_ERR_CAPTURE_STATE, KW_IN_BREAK);
+    EXPECT(IN_BREAK("begin_live"), fc_graph_begin_live_ctx(ctx, FC_CAPTURE_MODE_RELAXED, s), FC_ERR_CAPTURE_STATE,
+           KW_IN_BREAK);
+    EXPECT(IN_BREAK("capture"), capture(ctx, TL, record_add, 2), FC_ERR_CAPTURE_STATE, KW_IN_BREAK);
+    EXPECT(IN_BREAK("is_capturing"), ST_VALUE(fc_graph_is_capturing_ctx(ctx) == 0), FC_OK, NULL);
+    if (!s->replaying) {
+        EXPECT(IN_BREAK("end"), ST_NEW(fc_graph_end_ctx(ctx)), FC_ERR_CAPTURE_STATE, KW_IN_BREAK);
+        EXPECT(IN_BREAK("abort"), fc_graph_abort_ctx(ctx), FC_ERR_CAPTURE_STATE, KW_IN_BREAK);
+        EXPECT(IN_BREAK("end_update"), end_update(ctx, P0B.graph), FC_ERR_CAPTURE_STATE, KW_IN_BREAK);
+    }
+    /* Eager work inside a break is fine: out = out * b. */
+    return fc_mul_ctx(ctx, P0.out, P0.b, P0.out, N);
+#undef IN_BREAK
+}
+
+static void capture_rules_inside_breaks(fc_cuda_ctx *unused)
+{
+    (void)unused;
+    inside_state s = {0, 0};
+    fc_graph *g = NULL;
+    char why[512];
+    EXPECT("begin", fc_graph_begin_live_ctx(P0.ctx, TL, &s), FC_OK, NULL);
+    EXPECT("record add", fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N), FC_OK, NULL);
+    /* (the refused calls inside the break leave their errors in the slot) */
+    int rc = fc_graph_break_ctx(P0.ctx, rules_break, &s);
+    EXPECT_TRUE("break", rc == FC_OK, "returned %d: %s", rc, fc_last_error());
+    EXPECT("record add after the break", fc_add_ctx(P0.ctx, P0.out, P0.b, P0.out, N), FC_OK, NULL);
+    fc_clear_last_error();
+    g = fc_graph_end_ctx(P0.ctx);
+    EXPECT_TRUE("end after the break", g != NULL, "end failed: %s", fc_last_error());
+    EXPECT_TRUE("nested break ran once at capture", s.nested_calls == 1, "ran %d times", s.nested_calls);
+    if (g) {
+        s.replaying = 1;
+        /* (1.5 + 2) * 2 + 2 = 9 */
+        EXPECT_TRUE("replay after the rules", replay_gives(P0.ctx, g, P0.out, 9.0f), "wrong numbers");
+        EXPECT_TRUE("nested break ran again at replay", s.nested_calls == 2, "ran %d times", s.nested_calls);
+    }
+    fc_graph_free(g);
+    if (fc_graph_is_capturing_ctx(P0.ctx)) (void)fc_graph_abort_ctx(P0.ctx);
+    EXPECT_TRUE("contexts usable afterwards", all_usable(why, sizeof why), "%s", why);
+}
+
+/* Failing break and record functions spoil the capture and close it. */
+static int failing_break(fc_cuda_ctx *ctx, void *live, void *user)
+{
+    (void)ctx;
+    (void)live;
+    (void)user;
+    return -3;
+}
+
+static int failing_record(fc_cuda_ctx *ctx, void *user)
+{
+    (void)ctx;
+    (void)user;
+    return 7;
+}
+
+static fc_graph *g_record_ended;
+
+static int record_that_ends(fc_cuda_ctx *ctx, void *user)
+{
+    (void)user;
+    if (fc_add_ctx(ctx, P0.a, P0.b, P0.out, N) != FC_OK) return 1;
+    g_record_ended = fc_graph_end_ctx(ctx);
+    return 0;
+}
+
+static int record_that_aborts(fc_cuda_ctx *ctx, void *user)
+{
+    (void)user;
+    return fc_graph_abort_ctx(ctx);
+}
+
+static int record_that_captures(fc_cuda_ctx *ctx, void *user)
+{
+    (void)user;
+    return capture(ctx, TL, record_add, 2);
+}
+
+static int record_with_failing_break(fc_cuda_ctx *ctx, void *user)
+{
+    (void)user;
+    return fc_graph_break_ctx(ctx, failing_break, NULL);
+}
+
+static int double_break(fc_cuda_ctx *ctx, void *live, void *user)
+{
+    (void)live;
+    (void)user;
+    return fc_mul_ctx(ctx, P0.out, P0.b, P0.out, N);
+}
+
+static int record_with_break(fc_cuda_ctx *ctx, void *user)
+{
+    (void)user;
+    if (fc_add_ctx(ctx, P0.a, P0.b, P0.out, N) != FC_OK) return 1;
+    return fc_graph_break_ctx(ctx, double_break, NULL);
+}
+
+static void failing_callbacks(fc_cuda_ctx *unused)
+{
+    (void)unused;
+    char why[512];
+    EXPECT("begin", fc_graph_begin_ctx(P0.ctx), FC_OK, NULL);
+    EXPECT("failing break at capture", fc_graph_break_ctx(P0.ctx, failing_break, NULL), FC_ERR_CALLBACK,
+           "returned -3");
+    EXPECT("the capture stays open after a failing break", ST_VALUE(fc_graph_is_capturing_ctx(P0.ctx) == 1), FC_OK,
+           NULL);
+    EXPECT("end after a failing break", ST_NEW(fc_graph_end_ctx(P0.ctx)), FC_ERR_CALLBACK, "returned -3");
+    EXPECT("not capturing after that end", ST_VALUE(fc_graph_is_capturing_ctx(P0.ctx) == 0), FC_OK, NULL);
+    EXPECT("failing break outside a capture", fc_graph_break_ctx(P0.ctx, failing_break, NULL), FC_ERR_CALLBACK,
+           "returned -3");
+
+    EXPECT("record returns 7", capture(P0.ctx, TL, failing_record, 3), FC_ERR_CALLBACK, "record function returned 7");
+    EXPECT("record aborts the capture", capture(P0.ctx, TL, record_that_aborts, 3), FC_ERR_CAPTURE_STATE,
+           KW_NO_CAPTURE);
+    EXPECT("record captures again", capture(P0.ctx, TL, record_that_captures, 3), FC_ERR_CALLBACK,
+           "record function returned 6");
+    EXPECT("record with a failing break", capture(P0.ctx, TL, record_with_failing_break, 3), FC_ERR_CALLBACK,
+           "record function returned 9");
+    g_record_ended = NULL;
+    EXPECT("record ends the capture itself", capture(P0.ctx, TL, record_that_ends, 3), FC_ERR_CAPTURE_STATE,
+           KW_NO_CAPTURE);
+    EXPECT_TRUE("the graph the record function ended works",
+                g_record_ended && replay_gives(P0.ctx, g_record_ended, P0.out, 3.5f), "no graph or wrong numbers: %s",
+                fc_last_error());
+    fc_graph_free(g_record_ended);
+
+    fc_graph *g = NULL;
+    EXPECT("record with a break", fc_graph_capture_ctx(P0.ctx, TL, record_with_break, NULL, 4, &g), FC_OK, NULL);
+    EXPECT_TRUE("its graph: 3 pieces, 1 try, replays (1.5 + 2) * 2 = 7",
+                g && fc_graph_segment_count(g) == 3 && fc_graph_capture_tries(g) == 1 &&
+                    replay_gives(P0.ctx, g, P0.out, 7.0f),
+                "segments %d, tries %d", fc_graph_segment_count(g), fc_graph_capture_tries(g));
+    fc_graph_free(g);
+    if (fc_graph_is_capturing_ctx(P0.ctx)) (void)fc_graph_abort_ctx(P0.ctx);
+    EXPECT_TRUE("contexts usable afterwards", all_usable(why, sizeof why), "%s", why);
+}
+
+/* ---- other threads during a capture ---- */
+
+typedef enum {
+    T_EAGER_WORK,        /* full eager work on p0b and iso, contexts and modules churned */
+    T_RECORD_INTO,       /* fc_add_ctx on the capturing p0: recorded */
+    T_REFUSED_ON_P0,     /* sync, upload, graph launch on the capturing p0: refused; pool alloc fine */
+    T_END_FOREIGN,       /* end / abort / end_update / break of the main thread's capture */
+    T_END_RELAXED,       /* break and end the main thread's RELAXED capture */
+} thread_job;
+
+typedef struct {
+    thread_job job;
+    int mode;
+    fc_graph *graph; /* T_END_RELAXED: the graph it ended */
+} thread_args;
+
+static int double_out(fc_cuda_ctx *ctx, void *live, void *user)
+{
+    (void)live;
+    (void)user;
+    return fc_mul_ctx(ctx, P0.out, P0.b, P0.out, N);
+}
+
+/* Eager work on a set: upload, op, download and check, on this thread. */
+static int eager_roundtrip(ctx_set *s, const char *what)
+{
+    char name[128];
+    float h[N], got[N];
+    fc_buffer *t = NULL;
+    ct_fill_value(h, N, 0.25f);
+    snprintf(name, sizeof name, "%s: alloc 1 MiB", what);
+    EXPECT(name, (t = fc_buffer_alloc_ctx(s->ctx, 1 << 20)) ? FC_OK : fc_last_error_code(), FC_OK, NULL);
+    if (!t) return 0;
+    snprintf(name, sizeof name, "%s: upload", what);
+    EXPECT(name, fc_buffer_upload(t, h, sizeof h), FC_OK, NULL);
+    snprintf(name, sizeof name, "%s: add", what);
+    EXPECT(name, fc_add_ctx(s->ctx, t, s->b, t, N), FC_OK, NULL);
+    snprintf(name, sizeof name, "%s: sync", what);
+    EXPECT(name, fc_sync_ctx(s->ctx), FC_OK, NULL);
+    snprintf(name, sizeof name, "%s: download", what);
+    EXPECT(name, fc_buffer_download(t, got, sizeof got), FC_OK, NULL);
+    int right = 1;
+    for (int i = 0; i < N; i++) right &= got[i] == 2.25f;
+    snprintf(name, sizeof name, "%s: numbers", what);
+    EXPECT_TRUE(name, right, "got %g, want 2.25", (double)got[0]);
+    fc_buffer_free(t);
+    return 1;
+}
+
+static void *capture_thread(void *p)
+{
+    thread_args *a = (thread_args *)p;
+    switch (a->job) {
+    case T_EAGER_WORK: {
+        eager_roundtrip(&P0B, "other primary context of device 0");
+        eager_roundtrip(&ISO, "isolated context of device 0");
+        if (F.has_d1) eager_roundtrip(&D1, "device 1");
+        fc_cuda_ctx *c;
+        EXPECT("create a primary context", (c = fc_cuda_init_device(0)) ? FC_OK : fc_last_error_code(), FC_OK, NULL);
+        fc_cuda_ctx_free(c);
+        EXPECT("create an isolated context", (c = fc_cuda_init_device_isolated(0)) ? FC_OK : fc_last_error_code(),
+               FC_OK, NULL);
+        fc_cuda_ctx_free(c);
+        fc_module *m = NULL;
+        EXPECT("load a module", (m = fc_module_load_ptx(P0B.ctx, USER_PTX)) ? FC_OK : fc_last_error_code(), FC_OK,
+               NULL);
+        EXPECT("get a kernel", ST_NEW(fc_module_get_kernel(m, "axpy_f32")), FC_OK, NULL);
+        fc_module_free(m);
+        size_t free_b = 0, total_b = 0;
+        EXPECT("fc_ctx_mem_info", fc_ctx_mem_info(P0B.ctx, &free_b, &total_b), FC_OK, NULL);
+        EXPECT("graph of another context launches", fc_graph_launch(P0B.graph), FC_OK, NULL);
+        EXPECT("and syncs", fc_sync_ctx(P0B.ctx), FC_OK, NULL);
+        break;
+    }
+    case T_RECORD_INTO:
+        EXPECT("add on the capturing context from another thread", fc_add_ctx(P0.ctx, P0.a, P0.a, P0.out, N), FC_OK,
+               NULL);
+        break;
+    case T_REFUSED_ON_P0: {
+        EXPECT("sync of the capturing context from another thread", fc_sync_ctx(P0.ctx), FC_ERR_CAPTURE_STATE,
+               KW_WHILE);
+        EXPECT("upload on the capturing context from another thread", fc_buffer_upload(P0.big, host_big, 64),
+               FC_ERR_CAPTURE_STATE, KW_WHILE);
+        EXPECT("launch of its graph from another thread", fc_graph_launch(P0.graph), FC_ERR_CAPTURE_STATE, KW_WHILE);
+        fc_buffer *t = NULL;
+        EXPECT("alloc on the capturing context from another thread (capture pool)",
+               (t = fc_buffer_alloc_ctx(P0.ctx, 4096)) ? FC_OK : fc_last_error_code(), FC_OK, NULL);
+        EXPECT_TRUE("the pool holds it", fc_ctx_pool_bytes(P0.ctx) >= 4096, "pool %zu bytes",
+                    fc_ctx_pool_bytes(P0.ctx));
+        fc_buffer_free(t);
+        break;
+    }
+    case T_END_FOREIGN: {
+        const char *kw = "opened in THREAD_LOCAL or GLOBAL mode";
+        EXPECT("end on another thread", ST_NEW(fc_graph_end_ctx(P0.ctx)), FC_ERR_CAPTURE_STATE, kw);
+        EXPECT("abort on another thread", fc_graph_abort_ctx(P0.ctx), FC_ERR_CAPTURE_STATE, kw);
+        EXPECT("end_update on another thread", end_update(P0.ctx, P0.graph), FC_ERR_CAPTURE_STATE, kw);
+        EXPECT("end_update with a NULL graph on another thread", end_update(P0.ctx, NULL), FC_ERR_CAPTURE_STATE,
+               "refused as well");
+        EXPECT("break on another thread", fc_graph_break_ctx(P0.ctx, double_out, NULL), FC_ERR_CAPTURE_STATE, kw);
+        EXPECT("still capturing", ST_VALUE(fc_graph_is_capturing_ctx(P0.ctx) == 1), FC_OK, NULL);
+        break;
+    }
+    case T_END_RELAXED:
+        EXPECT("break a RELAXED capture on another thread", fc_graph_break_ctx(P0.ctx, double_out, NULL), FC_OK, NULL);
+        EXPECT("record after it on that thread", fc_add_ctx(P0.ctx, P0.out, P0.b, P0.out, N), FC_OK, NULL);
+        fc_clear_last_error();
+        a->graph = fc_graph_end_ctx(P0.ctx);
+        EXPECT_TRUE("end a RELAXED capture on another thread", a->graph != NULL, "%s", fc_last_error());
+        break;
+    }
+    return NULL;
+}
+
+static void run_thread(thread_args *a)
+{
+    pthread_t th;
+    if (pthread_create(&th, NULL, capture_thread, a) != 0) {
+        EXPECT_TRUE("pthread_create", 0, "failed");
+        return;
+    }
+    pthread_join(th, NULL);
+}
+
+static void threads_during_a_capture(fc_cuda_ctx *unused)
+{
+    (void)unused;
+    char why[512];
+    static const int modes[] = {FC_CAPTURE_MODE_THREAD_LOCAL, FC_CAPTURE_MODE_GLOBAL};
+    for (size_t m = 0; m < CT_COUNT(modes); m++) {
+        const char *mode = modes[m] == FC_CAPTURE_MODE_GLOBAL ? "GLOBAL" : "THREAD_LOCAL";
+        char name[128];
+        /* Another thread's eager work on the same device, then ops refused on p0. */
+        snprintf(name, sizeof name, "%s: begin", mode);
+        EXPECT(name, fc_graph_begin_ctx_mode(P0.ctx, modes[m]), FC_OK, NULL);
+        EXPECT("record add", fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N), FC_OK, NULL);
+        thread_args a = {T_EAGER_WORK, modes[m], NULL};
+        run_thread(&a);
+        a.job = T_REFUSED_ON_P0;
+        run_thread(&a);
+        a.job = T_END_FOREIGN;
+        run_thread(&a);
+        snprintf(name, sizeof name, "%s: capture survives other threads (replays 3.5)", mode);
+        EXPECT_TRUE(name, capture_still_works(why, sizeof why), "%s", why);
+        if (fc_graph_is_capturing_ctx(P0.ctx)) (void)fc_graph_abort_ctx(P0.ctx);
+    }
+
+    /* Work queued into the capture from another thread is recorded, not run. */
+    EXPECT("poison p0.out", fc_buffer_upload(P0.out, host_poison, sizeof host_poison), FC_OK, NULL);
+    EXPECT("begin", fc_graph_begin_ctx(P0.ctx), FC_OK, NULL);
+    thread_args r = {T_RECORD_INTO, TL, NULL};
+    run_thread(&r);
+    fc_clear_last_error();
+    fc_graph *g = fc_graph_end_ctx(P0.ctx);
+    EXPECT_TRUE("end", g != NULL, "%s", fc_last_error());
+    EXPECT_TRUE("the other thread's add did not run eagerly", out_is(&P0, ct_from_bits(CT_POISON_BITS)),
+                "p0.out changed before the replay");
+    if (fc_graph_is_capturing_ctx(P0.ctx)) (void)fc_graph_abort_ctx(P0.ctx);
+    EXPECT_TRUE("its add replays: 1.5 + 1.5 = 3", g && replay_gives(P0.ctx, g, P0.out, 3.0f), "wrong numbers");
+    fc_graph_free(g);
+
+    /* A RELAXED capture may be split and ended on another thread. */
+    EXPECT("begin RELAXED", fc_graph_begin_ctx_mode(P0.ctx, FC_CAPTURE_MODE_RELAXED), FC_OK, NULL);
+    EXPECT("record add", fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N), FC_OK, NULL);
+    thread_args e = {T_END_RELAXED, FC_CAPTURE_MODE_RELAXED, NULL};
+    run_thread(&e);
+    EXPECT_TRUE("its graph replays (1.5 + 2) * 2 + 2 = 9", e.graph && replay_gives(P0.ctx, e.graph, P0.out, 9.0f),
+                "wrong numbers");
+    fc_graph_free(e.graph);
+    if (fc_graph_is_capturing_ctx(P0.ctx)) (void)fc_graph_abort_ctx(P0.ctx);
+    EXPECT_TRUE("contexts usable afterwards", all_usable(why, sizeof why), "%s", why);
+}
+
+/* ---- stale handles after their slot is reused ---- */
+
+static void stale_handles(fc_cuda_ctx *unused)
+{
+    (void)unused;
+    char why[512];
+    const char *kw = "already freed";
+    /* buffer */
+    fc_buffer *b1 = fc_buffer_alloc_ctx(P0.ctx, 4096), *b2 = NULL;
+    fc_buffer_free(b1);
+    b2 = fc_buffer_alloc_ctx(P0.ctx, 8192);
+    EXPECT("buffer: free the stale handle", ST_VOID(fc_buffer_free(b1)), FC_ERR_INVALID_HANDLE, kw);
+    EXPECT("buffer: use the stale handle", ST_VALUE(fc_buffer_size(b1) == 0), FC_ERR_INVALID_HANDLE, kw);
+    EXPECT("buffer: the new one lives", ST_VALUE(fc_buffer_size(b2) == 8192), FC_OK, NULL);
+    fc_buffer_free(b2);
+    /* context */
+    fc_cuda_ctx *c1 = fc_cuda_init_device(0), *c2 = NULL;
+    fc_cuda_ctx_free(c1);
+    c2 = fc_cuda_init_device_isolated(0);
+    EXPECT("ctx: free the stale handle", ST_VOID(fc_cuda_ctx_free(c1)), FC_ERR_INVALID_HANDLE, kw);
+    EXPECT("ctx: use the stale handle", fc_sync_ctx(c1), FC_ERR_INVALID_HANDLE, kw);
+    EXPECT("ctx: the new one lives", ST_VALUE(fc_ctx_is_isolated(c2) == 1), FC_OK, NULL);
+    fc_cuda_ctx_free(c2);
+    /* module and kernel */
+    fc_module *m1 = fc_module_load_ptx(P0.ctx, USER_PTX), *m2 = NULL;
+    fc_kernel *k1 = fc_module_get_kernel(m1, "scale_f32"), *k2 = NULL;
+    fc_kernel_free(k1);
+    fc_module_free(m1);
+    m2 = fc_module_load_ptx(P0.ctx, USER_PTX);
+    k2 = fc_module_get_kernel(m2, "axpy_f32");
+    EXPECT("module: free the stale handle", ST_VOID(fc_module_free(m1)), FC_ERR_INVALID_HANDLE, kw);
+    EXPECT("module: use the stale handle", ST_NEW(fc_module_get_kernel(m1, "scale_f32")), FC_ERR_INVALID_HANDLE, kw);
+    EXPECT("kernel: free the stale handle", ST_VOID(fc_kernel_free(k1)), FC_ERR_INVALID_HANDLE, kw);
+    EXPECT("kernel: use the stale handle", ST_VALUE(fc_kernel_param_count(k1) == -1), FC_ERR_INVALID_HANDLE, kw);
+    EXPECT("kernel: the new one lives", ST_VALUE(fc_kernel_param_count(k2) == 4), FC_OK, NULL);
+    fc_kernel_free(k2);
+    fc_module_free(m2);
+    /* graph */
+    fc_graph *g1 = NULL, *g2 = NULL;
+    if (fc_graph_begin_ctx(P0.ctx) == FC_OK && fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N) == FC_OK)
+        g1 = fc_graph_end_ctx(P0.ctx);
+    fc_graph_free(g1);
+    if (fc_graph_begin_ctx(P0.ctx) == FC_OK && fc_mul_ctx(P0.ctx, P0.a, P0.b, P0.out, N) == FC_OK)
+        g2 = fc_graph_end_ctx(P0.ctx);
+    EXPECT("graph: free the stale handle", ST_VOID(fc_graph_free(g1)), FC_ERR_INVALID_HANDLE, kw);
+    EXPECT("graph: launch the stale handle", fc_graph_launch(g1), FC_ERR_INVALID_HANDLE, kw);
+    EXPECT_TRUE("graph: the new one replays 1.5 * 2 = 3", g2 && replay_gives(P0.ctx, g2, P0.out, 3.0f),
+                "wrong numbers");
+    fc_graph_free(g2);
+    EXPECT_TRUE("contexts usable afterwards", all_usable(why, sizeof why), "%s", why);
+}
+
+/* ---- a context freed while its graphs live ---- */
+
+typedef struct {
+    int calls;
+    int rc;
+    char msg[256];
+} dead_probe;
+
+static int dead_ctx_break(fc_cuda_ctx *ctx, void *live, void *user)
+{
+    dead_probe *p = (dead_probe *)user;
+    (void)live;
+    p->calls++;
+    fc_clear_last_error();
+    p->rc = fc_add_ctx(ctx, P0.a, P0.b, P0.out, N);
+    (void)fc_last_error_copy(p->msg, sizeof p->msg);
+    return p->rc;
+}
+
+static void freed_context(fc_cuda_ctx *unused)
+{
+    (void)unused;
+    char why[512];
+    dead_probe probe = {0, -1, ""};
+    fc_cuda_ctx *c = fc_cuda_init_device(0);
+    fc_buffer *x = c ? ct_upload_new(c, host_a, N) : NULL, *o = c ? fc_buffer_alloc_ctx(c, 4 * N) : NULL;
+    fc_graph *plain = NULL, *broken = NULL;
+    EXPECT_TRUE("set up", c && x && o, "%s", fc_last_error());
+    if (!(c && x && o)) goto done;
+    if (fc_graph_begin_ctx(c) == FC_OK && fc_add_ctx(c, x, x, o, N) == FC_OK) plain = fc_graph_end_ctx(c);
+    if (fc_graph_begin_ctx(c) == FC_OK && fc_graph_break_ctx(c, dead_ctx_break, &probe) == FC_OK)
+        broken = fc_graph_end_ctx(c);
+    EXPECT_TRUE("graphs captured", plain && broken && probe.calls == 1 && probe.rc == FC_OK, "%s", fc_last_error());
+    fc_cuda_ctx_free(c);
+    EXPECT("the freed context handle is refused", fc_sync_ctx(c), FC_ERR_INVALID_HANDLE, "already freed");
+    EXPECT("its graph still launches", plain ? fc_graph_launch(plain) : -1, FC_OK, NULL);
+    float got[N];
+    EXPECT("its buffer still downloads (after the launch)", fc_buffer_download(o, got, sizeof got), FC_OK, NULL);
+    EXPECT_TRUE("and holds 1.5 + 1.5", got[0] == 3.0f && got[N - 1] == 3.0f, "got %g", (double)got[0]);
+    EXPECT("a break given the dead handle fails its calls", broken ? fc_graph_launch(broken) : -1, FC_ERR_CALLBACK,
+           "returned 11");
+    EXPECT_TRUE("the break saw FC_ERR_INVALID_HANDLE", probe.rc == FC_ERR_INVALID_HANDLE &&
+                                                          strstr(probe.msg, "already freed"),
+                "rc %d, message \"%s\"", probe.rc, probe.msg);
+
+    /* Freeing a context with an open capture aborts it: nothing recorded runs. */
+    fc_cuda_ctx *c2 = fc_cuda_init_device(0);
+    fc_buffer *y = c2 ? ct_upload_new(c2, host_poison, N) : NULL;
+    if (c2 && y && fc_graph_begin_ctx(c2) == FC_OK) {
+        (void)fc_add_ctx(c2, P0.a, P0.b, y, N);
+        fc_clear_last_error();
+        fc_cuda_ctx_free(c2);
+        EXPECT("free a capturing context", fc_last_error_code(), FC_OK, NULL);
+        EXPECT("its buffer still downloads", fc_buffer_download(y, got, sizeof got), FC_OK, NULL);
+        EXPECT_TRUE("the recorded add never ran", ct_bits(got[0]) == CT_POISON_BITS, "got %g", (double)got[0]);
+    } else {
+        EXPECT_TRUE("set up a capturing context", 0, "%s", fc_last_error());
+        fc_cuda_ctx_free(c2);
+    }
+    fc_buffer_free(y);
+done:
+    fc_graph_free(plain);
+    fc_graph_free(broken);
+    CT_FREE_BUFFERS(x, o);
+    EXPECT_TRUE("contexts usable afterwards", all_usable(why, sizeof why), "%s", why);
+}
+
+/* ---- out of memory, then business as usual ---- */
+
+static void out_of_memory_recovers(fc_cuda_ctx *unused)
+{
+    (void)unused;
+    char why[512];
+    size_t free_b = 0, total_b = 0;
+    EXPECT("mem info", fc_ctx_mem_info(P0.ctx, &free_b, &total_b), FC_OK, NULL);
+    EXPECT_TRUE("mem info is plausible", total_b > 0 && free_b <= total_b, "free %zu of %zu", free_b, total_b);
+    /* More than the device holds, by a little. */
+    EXPECT("alloc total + 2 MiB", ST_NEW(fc_buffer_alloc_ctx(P0.ctx, total_b + (2u << 20))), FC_ERR_OUT_OF_MEMORY,
+           KW_OOM);
+    EXPECT("alloc total + 2 MiB while capturing", fc_graph_begin_ctx(P0.ctx), FC_OK, NULL);
+    EXPECT("  (the pool's slab)", ST_NEW(fc_buffer_alloc_ctx(P0.ctx, total_b + (2u << 20))), FC_ERR_OUT_OF_MEMORY,
+           KW_OOM);
+    EXPECT_TRUE("  the capture survives", capture_still_works(why, sizeof why), "%s", why);
+    fc_buffer *ok = NULL;
+    EXPECT("a normal alloc afterwards", (ok = fc_buffer_alloc_ctx(P0.ctx, 1 << 20)) ? FC_OK : fc_last_error_code(),
+           FC_OK, NULL);
+    fc_buffer_free(ok);
+    if (fc_graph_is_capturing_ctx(P0.ctx)) (void)fc_graph_abort_ctx(P0.ctx);
+    EXPECT_TRUE("contexts usable afterwards", all_usable(why, sizeof why), "%s", why);
+}
+
+/* ---- main ------------------------------------------------------------------------------- */
+
+static const ct_case_def cases[] = {
+    CT_CASE(handle_sweep),
+    CT_CASE(sizes),
+    CT_CASE(copies_and_fills),
+    CT_CASE(elementwise),
+    CT_CASE(ptx),
+    CT_CASE(launches),
+    CT_CASE(modes),
+    CT_CASE(order),
+    CT_CASE(capture_rules_inside_breaks),
+    CT_CASE(failing_callbacks),
+    CT_CASE(threads_during_a_capture),
+    CT_CASE(stale_handles),
+    CT_CASE(freed_context),
+    CT_CASE(out_of_memory_recovers),
+};
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    ct_init(argv[0]);
+    if (!fixture_make()) return 1;
+    make_bad_ptx();
+    make_bad_args();
+    if (!F.has_d1) printf("%s: one device: the wrong-device cases are skipped\n", ct_prog);
+    ct_run_cases(cases, CT_COUNT(cases));
+    set_free(&D1);
+    set_free(&ISO);
+    set_free(&P0B);
+    set_free(&P0);
+    ct_matrix_summary("bad-input matrix");
+    return ct_finish();
+}

@@ -1,0 +1,267 @@
+/* test_no_gpu.c - the bad-input checks that need no GPU, so CI runs them:
+ * every export with NULL and forged handles, bad device ordinals, the
+ * per-thread error slot (fc_last_error, _code, _copy, fc_clear_last_error).
+ * It never skips: with or without a driver every case runs (a few cases
+ * depend on which, and say so).
+ *
+ * Each checked expectation is one case; the last lines give their count.
+ */
+#include "exports.h"
+
+#include <limits.h>
+#include <pthread.h>
+
+static int g_have_driver; /* fc_cuda_device_count() > 0 */
+
+/* Values that are not handles of this library. */
+static const struct {
+    const char *what;
+    uintptr_t value;
+} forged_values[] = {
+    {"an address of static data", 0}, /* filled in by main: &forged_target */
+    {"a heap address", 0},            /* filled in by main */
+    {"1", 1},
+    {"0x1000", 0x1000},
+    {"SIZE_MAX", (uintptr_t)SIZE_MAX},
+};
+static uintptr_t forged[sizeof forged_values / sizeof forged_values[0]];
+static double forged_target[4];
+
+static void setup_handles(ct_handles *h, void *value, void **args)
+{
+    static uint64_t p;
+    static float s;
+    static uint32_t n;
+    memset(h, 0, sizeof *h);
+    for (int i = 0; i < CT_SLOTS; i++) h->slot[i] = value;
+    args[0] = &p;
+    args[1] = &s;
+    args[2] = &n;
+    h->args = args;
+    h->nargs = 3;
+}
+
+/* Every export that takes handles, with each of them NULL: an invalid
+ * argument naming a NULL parameter; the *_free functions do nothing. */
+static void sweep_null(fc_cuda_ctx *unused)
+{
+    (void)unused;
+    for (size_t e = 0; e < CT_EXPORT_COUNT; e++) {
+        const ct_export *x = &ct_exports[e];
+        if (ct_export_nparams(x) == 0) continue;
+        ct_handles h;
+        void *args[3];
+        setup_handles(&h, NULL, args);
+        char name[96];
+        snprintf(name, sizeof name, "%s(NULL)", x->name);
+        if (ct_is_free(x))
+            EXPECT(name, ct_call_export(e, &h), FC_OK, NULL);
+        else
+            EXPECT(name, ct_call_export(e, &h), FC_ERR_INVALID_ARGUMENT, "is NULL");
+    }
+}
+
+/* Every export that takes handles, each handle a forged value: an invalid
+ * handle, "not a handle made by this library"; nothing runs, nothing is
+ * freed. */
+static void sweep_forged(fc_cuda_ctx *unused)
+{
+    (void)unused;
+    for (size_t v = 0; v < CT_COUNT(forged_values); v++) {
+        for (size_t e = 0; e < CT_EXPORT_COUNT; e++) {
+            const ct_export *x = &ct_exports[e];
+            if (ct_export_nparams(x) == 0) continue;
+            ct_handles h;
+            void *args[3];
+            setup_handles(&h, (void *)forged[v], args);
+            char name[128];
+            snprintf(name, sizeof name, "%s(%s)", x->name, forged_values[v].what);
+            EXPECT(name, ct_call_export(e, &h), FC_ERR_INVALID_HANDLE, "not a handle made by this library");
+        }
+    }
+}
+
+/* A small odd number is shaped like a handle (kind tags are odd): still
+ * refused, whatever kind it looks like. */
+static void sweep_handle_shaped(fc_cuda_ctx *unused)
+{
+    (void)unused;
+    static const uintptr_t shaped[] = {0xC1, 0xC3, 0xC5, 0xC7, 0xC9, 0x1FFFFFC1};
+    for (size_t v = 0; v < CT_COUNT(shaped); v++) {
+        for (size_t e = 0; e < CT_EXPORT_COUNT; e++) {
+            const ct_export *x = &ct_exports[e];
+            if (ct_export_nparams(x) == 0) continue;
+            ct_handles h;
+            void *args[3];
+            setup_handles(&h, (void *)shaped[v], args);
+            char name[128];
+            snprintf(name, sizeof name, "%s(%#lx)", x->name, (unsigned long)shaped[v]);
+            EXPECT(name, ct_call_export(e, &h), FC_ERR_INVALID_HANDLE, "handle");
+        }
+    }
+}
+
+static void devices(fc_cuda_ctx *unused)
+{
+    (void)unused;
+    EXPECT("fc_cuda_init_device(-1)", ST_NEW(fc_cuda_init_device(-1)), FC_ERR_INVALID_ARGUMENT, "negative");
+    EXPECT("fc_cuda_init_device(INT_MIN)", ST_NEW(fc_cuda_init_device(INT_MIN)), FC_ERR_INVALID_ARGUMENT,
+           "negative");
+    EXPECT("fc_cuda_init_device_isolated(-1)", ST_NEW(fc_cuda_init_device_isolated(-1)), FC_ERR_INVALID_ARGUMENT,
+           "negative");
+    if (g_have_driver) {
+        EXPECT("fc_cuda_init_device(INT_MAX)", ST_NEW(fc_cuda_init_device(INT_MAX)), FC_ERR_INVALID_ARGUMENT,
+               "does not exist");
+        EXPECT("fc_cuda_init_device_isolated(INT_MAX)", ST_NEW(fc_cuda_init_device_isolated(INT_MAX)),
+               FC_ERR_INVALID_ARGUMENT, "does not exist");
+    } else {
+        EXPECT("fc_cuda_init_device(0) without a driver", ST_NEW(fc_cuda_init_device(0)), FC_ERR_NO_DRIVER,
+               "no usable CUDA driver");
+        EXPECT("fc_cuda_init_device_isolated(0) without a driver", ST_NEW(fc_cuda_init_device_isolated(0)),
+               FC_ERR_NO_DRIVER, "no usable CUDA driver");
+        EXPECT("fc_cuda_device_count() without a driver", ST_VALUE(fc_cuda_device_count() == 0), FC_ERR_NO_DRIVER,
+               "no usable CUDA driver");
+    }
+    const char *v = fc_version();
+    int major = -1, minor = -1, patch = -1;
+    EXPECT_TRUE("fc_version() is x.y.z", v && sscanf(v, "%d.%d.%d", &major, &minor, &patch) == 3 && major >= 0,
+                "fc_version() = \"%s\"", v ? v : "(null)");
+}
+
+/* fc_last_error_copy copies like snprintf: full length returned, output cut
+ * and NUL-terminated; NULL with 0 only asks for the length. */
+static void error_copy(fc_cuda_ctx *unused)
+{
+    (void)unused;
+    char full[512], buf[512];
+    memset(buf, 'x', sizeof buf);
+    fc_clear_last_error();
+    (void)fc_sync_ctx(NULL);
+    const char *p = fc_last_error();
+    snprintf(full, sizeof full, "%s", p);
+    size_t len = strlen(full);
+    EXPECT_TRUE("message of fc_sync_ctx(NULL)", strcmp(full, "invalid argument: ctx is NULL") == 0,
+                "message \"%s\"", full);
+    EXPECT_TRUE("copy(NULL, 0) returns the length", fc_last_error_copy(NULL, 0) == len, "returned %zu, want %zu",
+                fc_last_error_copy(NULL, 0), len);
+    buf[0] = 'x';
+    EXPECT_TRUE("copy(buf, 0) writes nothing", fc_last_error_copy(buf, 0) == len && buf[0] == 'x',
+                "buf[0] = %d", buf[0]);
+    EXPECT_TRUE("copy(buf, 1) writes an empty string", fc_last_error_copy(buf, 1) == len && buf[0] == 0 &&
+                                                                buf[1] == 'x',
+                "buf = \"%.8s\"", buf);
+    memset(buf, 'x', sizeof buf);
+    EXPECT_TRUE("copy(buf, len) cuts the last byte",
+                fc_last_error_copy(buf, len) == len && strncmp(buf, full, len - 1) == 0 && buf[len - 1] == 0 &&
+                    buf[len] == 'x',
+                "buf = \"%s\"", buf);
+    memset(buf, 'x', sizeof buf);
+    EXPECT_TRUE("copy(buf, len + 1) copies all", fc_last_error_copy(buf, len + 1) == len && strcmp(buf, full) == 0,
+                "buf = \"%s\"", buf);
+    EXPECT_TRUE("copies leave the code alone", fc_last_error_code() == FC_ERR_INVALID_ARGUMENT,
+                "code %d after copies", fc_last_error_code());
+    EXPECT_TRUE("fc_last_error() pointer is stable", fc_last_error() == p, "pointer moved");
+    (void)fc_graph_launch((fc_graph *)forged[0]);
+    EXPECT_TRUE("the stable pointer shows the newest message", strstr(p, "graph (0x") != NULL,
+                "old pointer reads \"%s\"", p);
+    fc_clear_last_error();
+    EXPECT_TRUE("fc_clear_last_error resets code and message", fc_last_error_code() == FC_OK && p[0] == 0 &&
+                                                                   fc_last_error_copy(buf, sizeof buf) == 0 &&
+                                                                   buf[0] == 0,
+                "code %d, message \"%s\"", fc_last_error_code(), p);
+}
+
+/* Successes do not clear the slot; NULL frees are successes. */
+static void successes_keep_the_error(fc_cuda_ctx *unused)
+{
+    (void)unused;
+    char saved[256];
+    fc_clear_last_error();
+    (void)fc_buffer_download(NULL, saved, 4);
+    snprintf(saved, sizeof saved, "%s", fc_last_error());
+    fc_buffer_free(NULL);
+    fc_graph_free(NULL);
+    fc_cuda_ctx_free(NULL);
+    fc_module_free(NULL);
+    fc_kernel_free(NULL);
+    (void)fc_version();
+    EXPECT_TRUE("NULL frees keep the last error",
+                fc_last_error_code() == FC_ERR_INVALID_ARGUMENT && strcmp(fc_last_error(), saved) == 0,
+                "code %d, message \"%s\" (was \"%s\")", fc_last_error_code(), fc_last_error(), saved);
+}
+
+typedef struct {
+    int code_before;
+    char msg_before[128];
+    int code_after;
+    char msg_after[256];
+} probe;
+
+static void *probe_thread(void *arg)
+{
+    probe *p = (probe *)arg;
+    p->code_before = fc_last_error_code();
+    (void)fc_last_error_copy(p->msg_before, sizeof p->msg_before);
+    fc_buffer_free((fc_buffer *)forged[0]);
+    p->code_after = fc_last_error_code();
+    (void)fc_last_error_copy(p->msg_after, sizeof p->msg_after);
+    return NULL;
+}
+
+/* The slot is per thread. */
+static void per_thread(fc_cuda_ctx *unused)
+{
+    (void)unused;
+    probe pr;
+    pthread_t th;
+    memset(&pr, 0, sizeof pr);
+    fc_clear_last_error();
+    (void)fc_graph_begin_ctx(NULL);
+    int rc = pthread_create(&th, NULL, probe_thread, &pr);
+    EXPECT_TRUE("pthread_create", rc == 0, "rc %d", rc);
+    if (rc != 0) return;
+    pthread_join(th, NULL);
+    EXPECT_TRUE("a new thread starts with no error", pr.code_before == FC_OK && pr.msg_before[0] == 0,
+                "code %d, message \"%s\"", pr.code_before, pr.msg_before);
+    EXPECT_TRUE("the thread records its own error",
+                pr.code_after == FC_ERR_INVALID_HANDLE && strstr(pr.msg_after, "buf (0x") != NULL,
+                "code %d, message \"%s\"", pr.code_after, pr.msg_after);
+    EXPECT_TRUE("this thread's error is untouched",
+                fc_last_error_code() == FC_ERR_INVALID_ARGUMENT && strstr(fc_last_error(), "ctx is NULL"),
+                "code %d, message \"%s\"", fc_last_error_code(), fc_last_error());
+}
+
+static const ct_case_def cases[] = {
+    CT_CASE(sweep_null), CT_CASE(sweep_forged), CT_CASE(sweep_handle_shaped), CT_CASE(devices),
+    CT_CASE(error_copy), CT_CASE(successes_keep_the_error), CT_CASE(per_thread),
+};
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    const char *slash = strrchr(argv[0], '/');
+    ct_prog = slash ? slash + 1 : argv[0];
+    void *heap = malloc(64);
+    forged[0] = (uintptr_t)&forged_target[0];
+    forged[1] = (uintptr_t)heap;
+    for (size_t i = 2; i < CT_COUNT(forged_values); i++) forged[i] = forged_values[i].value;
+
+    g_have_driver = fc_cuda_device_count() > 0;
+    printf("%s: libfcgraph %s, %s (%d CUDA device(s)); %zu exports in the sweep table\n", ct_prog, fc_version(),
+           g_have_driver ? "driver present" : "no usable driver", fc_cuda_device_count(), CT_EXPORT_COUNT);
+    for (size_t i = 0; i < CT_COUNT(cases); i++) {
+        ct_case = cases[i].name;
+        ct_case_failed = 0;
+        cases[i].fn(NULL);
+        if (ct_case_failed) {
+            ct_failed++;
+        } else {
+            printf("[PASS] %s/%s\n", ct_prog, cases[i].name);
+            ct_passed++;
+        }
+    }
+    free(heap);
+    ct_matrix_summary("no-GPU matrix");
+    return ct_finish();
+}
