@@ -130,6 +130,9 @@ static inline int ct_st_mem_info(ct_handles *h)
     CT_EXPORT(fc_ctx_mem_info, ct_st_mem_info(h), CT_P(CT_S_CTX, "ctx"))                                          \
     CT_EXPORT(fc_ctx_stream, ST_VALUE(fc_ctx_stream(CTX) == NULL), CT_P(CT_S_CTX, "ctx"))                         \
     CT_EXPORT(fc_ctx_cu_context, ST_VALUE(fc_ctx_cu_context(CTX) == NULL), CT_P(CT_S_CTX, "ctx"))                 \
+    CT_EXPORT(fc_ctx_set_pdl, fc_ctx_set_pdl(CTX, 1), CT_P(CT_S_CTX, "ctx"))                                      \
+    CT_EXPORT(fc_ctx_pdl_enabled, ST_VALUE(fc_ctx_pdl_enabled(CTX) == -1), CT_P(CT_S_CTX, "ctx"))                 \
+    CT_EXPORT(fc_device_supports_pdl, CT_NO_HANDLES, CT_NONE)                                                      \
     CT_EXPORT(fc_buffer_alloc_ctx, ST_NEW(fc_buffer_alloc_ctx(CTX, CT_SWEEP_BYTES)), CT_P(CT_S_CTX, "ctx"))       \
     CT_EXPORT(fc_buffer_wrap_ctx, ST_NEW(fc_buffer_wrap_ctx(CTX, h->dptr, CT_SWEEP_BYTES)), CT_P(CT_S_CTX, "ctx")) \
     CT_EXPORT(fc_buffer_free, ST_VOID(fc_buffer_free(A)), CT_P(CT_S_A, "buf"))                                    \
@@ -149,6 +152,10 @@ static inline int ct_st_mem_info(ct_handles *h)
     CT_EXPORT(fc_kernel_free, ST_VOID(fc_kernel_free(KERNEL)), CT_P(CT_S_KERNEL, "kernel"))                       \
     CT_EXPORT(fc_kernel_param_count, ST_VALUE(fc_kernel_param_count(KERNEL) == -1), CT_P(CT_S_KERNEL, "kernel"))  \
     CT_EXPORT(fc_kernel_launch_ctx, fc_kernel_launch_ctx(CTX, KERNEL, 1, 1, 1, 32, 1, 1, 0, h->args, h->nargs),   \
+              CT_P(CT_S_CTX, "ctx"), CT_P(CT_S_KERNEL, "kernel"))                                                  \
+    CT_EXPORT(fc_kernel_set_pdl, fc_kernel_set_pdl(KERNEL, 0), CT_P(CT_S_KERNEL, "kernel"))                       \
+    CT_EXPORT(fc_kernel_launch_ex_ctx,                                                                             \
+              fc_kernel_launch_ex_ctx(CTX, KERNEL, 1, 1, 1, 32, 1, 1, 0, h->args, h->nargs, FC_LAUNCH_PLAIN),      \
               CT_P(CT_S_CTX, "ctx"), CT_P(CT_S_KERNEL, "kernel"))                                                  \
     CT_EXPORT(fc_graph_begin_ctx, fc_graph_begin_ctx(CTX), CT_P(CT_S_CTX, "ctx"))                                 \
     CT_EXPORT(fc_graph_begin_ctx_mode, fc_graph_begin_ctx_mode(CTX, FC_CAPTURE_MODE_THREAD_LOCAL),                \

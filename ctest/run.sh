@@ -10,7 +10,8 @@
 # `cargo build --release -p fcgraph-capi` (target/release). The installed
 # library (scripts/install.sh) is checked by ctest/install-check.sh.
 # Checks: SONAME is libfcgraph.so.0; the header's fc_* functions and the .so's
-# exported fc_* symbols are the same set; the header compiles as C99
+# exported fc_* symbols are the same set; ctest/exports.h (the hostile
+# tests' table) lists every header function; the header compiles as C99
 # (-pedantic) and C++11 (-Wall -Wextra -Werror). Programs: the seed
 # ../shared/seeds/test_graph_capture_concurrency.c (if present; FC_SEED_RUNS=N
 # runs it N times) and ctest/test_*.c. A program that exits 0 printing
@@ -27,7 +28,8 @@ CXX="${CXX:-g++}"
 # test_cublas / test_nccl open cuBLAS / NCCL at run time and skip visibly
 # without them (FC_CUBLAS_LIBRARY, FC_NCCL_LIBRARY; scripts/gpu-interop.sh
 # finds PyTorch's copies and runs them with FC_REQUIRE_INTEROP=1).
-TESTS=(test_elementwise test_replay test_errors test_breakable test_user_kernel test_cublas test_nccl test_cache)
+TESTS=(test_no_gpu test_exit_paths test_elementwise test_replay test_errors test_breakable test_user_kernel
+    test_cublas test_nccl test_cache test_hostile test_storm)
 SEED_NAME=test_graph_capture_concurrency
 SEED_SRC="$ROOT/../shared/seeds/$SEED_NAME.c"
 SEED_RUNS="${FC_SEED_RUNS:-1}"
@@ -133,6 +135,21 @@ check_exports() { # check_exports LIB HEADER
     fi
 }
 
+check_matrix_covers_exports() { # check_matrix_covers_exports HEADER TABLE
+    local header=$1 table=$2 tmp missing extra
+    tmp=$(mktemp -d)
+    header_functions "$header" >"$tmp/declared"
+    grep -oE 'CT_EXPORT\(fc_[A-Za-z0-9_]+' "$table" | sed 's/CT_EXPORT(//' | sort -u >"$tmp/listed"
+    missing=$(comm -23 "$tmp/declared" "$tmp/listed" | tr '\n' ' ')
+    extra=$(comm -13 "$tmp/declared" "$tmp/listed" | tr '\n' ' ')
+    rm -rf "$tmp"
+    if [[ -z $missing && -z $extra ]]; then
+        record PASS "hostile tests cover every export"
+    else
+        record FAIL "hostile tests cover every export" "not in ctest/exports.h: ${missing:-none}; not in the header: ${extra:-none}"
+    fi
+}
+
 check_header_compiles() { # check_header_compiles INCLUDE_DIR
     local inc=$1 out
     if out=$(printf '#include "cuda/fc_cuda.h"\nint fc_ctest_tu;\n' |
@@ -173,6 +190,7 @@ build_all() {
     section checks
     check_soname "$out/lib/libfcgraph.so"
     check_exports "$out/lib/libfcgraph.so" "$ROOT/include/cuda/fc_cuda.h"
+    check_matrix_covers_exports "$ROOT/include/cuda/fc_cuda.h" "$HERE/exports.h"
     check_header_compiles "$ROOT/include"
 
     section build
@@ -190,14 +208,48 @@ build_all() {
     fi
     for t in "${TESTS[@]}"; do
         rm -f "$out/bin/$t"
-        log "$CC -std=c11 -O2 -Wall -Wextra -Werror -ffp-contract=off -I include ctest/$t.c ... -o $out/bin/$t"
-        if "$CC" -std=c11 -O2 -Wall -Wextra -Werror -ffp-contract=off -I "$ROOT/include" -I "$HERE" \
-            "$HERE/$t.c" "${link[@]}" -o "$out/bin/$t"; then
+        if build_one "$out" "$t" "${link[@]}"; then
             record PASS "build $t"
         else
             record FAIL "build $t"
         fi
     done
+}
+
+# cxx_part_of NAME: the C++ file (without .cpp) linked into ctest/NAME.c, if
+# any. test_exit_paths needs exit_paths_cxx.cpp (its C++ destructors); without
+# $CXX it is built with -DFC_NO_CXX and those scenarios print [SKIP].
+cxx_part_of() {
+    case $1 in
+    test_exit_paths) echo exit_paths_cxx ;;
+    esac
+}
+
+# build_one OUT NAME LINK...: compiles ctest/NAME.c (and its C++ part) into
+# OUT/bin/NAME.
+build_one() {
+    local out=$1 t=$2 cxx_part obj rc
+    shift 2
+    local cflags=(-std=c11 -O2 -Wall -Wextra -Werror -ffp-contract=off -I "$ROOT/include" -I "$HERE")
+    cxx_part=$(cxx_part_of "$t")
+    if [[ -z $cxx_part ]]; then
+        log "$CC ${cflags[*]} ctest/$t.c ... -o $out/bin/$t"
+        "$CC" "${cflags[@]}" "$HERE/$t.c" "$@" -o "$out/bin/$t"
+        return
+    fi
+    if ! command -v "$CXX" >/dev/null; then
+        log "$CXX not found: $t is built without its C++ part (-DFC_NO_CXX)"
+        "$CC" "${cflags[@]}" -DFC_NO_CXX "$HERE/$t.c" "$@" -o "$out/bin/$t"
+        return
+    fi
+    obj=$(mktemp -d)
+    log "$CC ${cflags[*]} -c ctest/$t.c; $CXX -std=c++11 -c ctest/$cxx_part.cpp; $CXX ... -o $out/bin/$t"
+    rc=0
+    "$CC" "${cflags[@]}" -c "$HERE/$t.c" -o "$obj/$t.o" &&
+        "$CXX" -std=c++11 -O2 -Wall -Wextra -Werror -I "$ROOT/include" -c "$HERE/$cxx_part.cpp" -o "$obj/$cxx_part.o" &&
+        "$CXX" "$obj/$t.o" "$obj/$cxx_part.o" "$@" -o "$out/bin/$t" || rc=$?
+    rm -rf "$obj"
+    return $rc
 }
 
 # ---- running -----------------------------------------------------------------

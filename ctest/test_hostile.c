@@ -641,7 +641,23 @@ static void make_bad_args(void)
     X(launch_device_1_kernel_on_device_0, W_BOTH | W_D1, FC_ERR_WRONG_DEVICE, "lives on device 1",               \
       launch(P0.ctx, D1.kernel, 1, 1, 1, 32, 1, 1, 0, P0.args, 3))                                                \
     X(launch_kernel_of_another_primary_context, W_BOTH, FC_OK, NULL,                                              \
-      launch(P0.ctx, P0B.kernel, 1, 1, 1, 256, 1, 1, 0, P0.args, 3))
+      launch(P0.ctx, P0B.kernel, 1, 1, 1, 256, 1, 1, 0, P0.args, 3))                                              \
+    X(launch_ex_unknown_flags, W_BOTH, FC_ERR_INVALID_ARGUMENT, "unknown launch flags",                          \
+      fc_kernel_launch_ex_ctx(P0.ctx, P0.kernel, 1, 1, 1, 32, 1, 1, 0, P0.args, 3, 4u))                           \
+    X(launch_ex_both_flags, W_BOTH, FC_ERR_INVALID_ARGUMENT, "unknown launch flags",                             \
+      fc_kernel_launch_ex_ctx(P0.ctx, P0.kernel, 1, 1, 1, 32, 1, 1, 0, P0.args, 3, FC_LAUNCH_PDL | FC_LAUNCH_PLAIN)) \
+    X(launch_ex_past_the_limits, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_LIMIT,                                      \
+      fc_kernel_launch_ex_ctx(P0.ctx, P0.kernel, 1, 1, 1, 4096, 1, 1, 0, P0.args, 3, FC_LAUNCH_PLAIN))            \
+    X(launch_ex_2_of_3_arguments, W_BOTH, FC_ERR_INVALID_ARGUMENT, "2 arguments given",                          \
+      fc_kernel_launch_ex_ctx(P0.ctx, P0.kernel, 1, 1, 1, 32, 1, 1, 0, P0.args, 2, 0))                            \
+    X(launch_ex_isolated_kernel_on_primary, W_BOTH, FC_ERR_WRONG_CONTEXT, KW_OTHER_CTX,                          \
+      fc_kernel_launch_ex_ctx(P0.ctx, ISO.kernel, 1, 1, 1, 32, 1, 1, 0, P0.args, 3, FC_LAUNCH_PLAIN))             \
+    X(launch_ex_plain, W_BOTH, FC_OK, NULL,                                                                       \
+      fc_kernel_launch_ex_ctx(P0.ctx, P0.kernel, 1, 1, 1, 256, 1, 1, 0, P0.args, 3, FC_LAUNCH_PLAIN))             \
+    X(pdl_supported_on_device_minus_1, W_BOTH, FC_ERR_INVALID_ARGUMENT, "negative",                              \
+      ST_VALUE(fc_device_supports_pdl(-1) == -1))                                                                 \
+    X(pdl_supported_on_device_9999, W_BOTH, FC_ERR_INVALID_ARGUMENT, "does not exist",                           \
+      ST_VALUE(fc_device_supports_pdl(9999) == -1))
 /* clang-format on */
 DEFINE_ROWS(launches, LAUNCH_ROWS)
 

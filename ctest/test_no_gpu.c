@@ -109,10 +109,14 @@ static void devices(fc_cuda_ctx *unused)
            "negative");
     EXPECT("fc_cuda_init_device_isolated(-1)", ST_NEW(fc_cuda_init_device_isolated(-1)), FC_ERR_INVALID_ARGUMENT,
            "negative");
+    EXPECT("fc_device_supports_pdl(-1)", ST_VALUE(fc_device_supports_pdl(-1) == -1), FC_ERR_INVALID_ARGUMENT,
+           "negative");
     if (g_have_driver) {
         EXPECT("fc_cuda_init_device(INT_MAX)", ST_NEW(fc_cuda_init_device(INT_MAX)), FC_ERR_INVALID_ARGUMENT,
                "does not exist");
         EXPECT("fc_cuda_init_device_isolated(INT_MAX)", ST_NEW(fc_cuda_init_device_isolated(INT_MAX)),
+               FC_ERR_INVALID_ARGUMENT, "does not exist");
+        EXPECT("fc_device_supports_pdl(INT_MAX)", ST_VALUE(fc_device_supports_pdl(INT_MAX) == -1),
                FC_ERR_INVALID_ARGUMENT, "does not exist");
     } else {
         EXPECT("fc_cuda_init_device(0) without a driver", ST_NEW(fc_cuda_init_device(0)), FC_ERR_NO_DRIVER,
@@ -121,6 +125,8 @@ static void devices(fc_cuda_ctx *unused)
                FC_ERR_NO_DRIVER, "no usable CUDA driver");
         EXPECT("fc_cuda_device_count() without a driver", ST_VALUE(fc_cuda_device_count() == 0), FC_ERR_NO_DRIVER,
                "no usable CUDA driver");
+        EXPECT("fc_device_supports_pdl(0) without a driver", ST_VALUE(fc_device_supports_pdl(0) == -1),
+               FC_ERR_NO_DRIVER, "no usable CUDA driver");
     }
     const char *v = fc_version();
     int major = -1, minor = -1, patch = -1;
