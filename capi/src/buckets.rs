@@ -16,10 +16,20 @@ fn buckets(b: *const fc_buckets) -> Result<std::sync::Arc<Buckets>> {
     handles::get::<Buckets>(b, "buckets")
 }
 
+/// The largest `max_tokens` of a generated ladder: 16 Mi tokens, about 33
+/// thousand buckets. Past it the ladder (steps of at most 512 tokens) would
+/// take unbounded time and memory to build (SIZE_MAX: 3.6e16 buckets).
+pub const MAX_LADDER_TOKENS: usize = 1 << 24;
+
 /// The ladder or explicit list for `max_tokens` (no chunk limit).
 fn make(max_tokens: usize, explicit: Option<Vec<usize>>) -> Result<Buckets> {
     if max_tokens == 0 {
         return Err(Error::invalid("max_tokens must be at least 1"));
+    }
+    if explicit.is_none() && max_tokens > MAX_LADDER_TOKENS {
+        return Err(Error::invalid(format!(
+            "max_tokens {max_tokens} is above the largest ladder, {MAX_LADDER_TOKENS} tokens (use an explicit list)"
+        )));
     }
     let cfg = BucketConfig { max_tokens, disabled: false, chunk_size: None, explicit_sizes: explicit };
     let sizes = token_buckets(&cfg);
@@ -46,6 +56,8 @@ pub unsafe extern "C" fn fc_buckets_from_list(sizes: *const usize, count: usize,
             Vec::new()
         } else if sizes.is_null() {
             return Err(Error::invalid(format!("sizes is NULL but count is {count}")));
+        } else if count > isize::MAX as usize / std::mem::size_of::<usize>() {
+            return Err(Error::invalid(format!("count {count} is larger than any array of sizes")));
         } else {
             // SAFETY: `sizes` holds `count` values per the contract.
             unsafe { std::slice::from_raw_parts(sizes, count) }.to_vec()
@@ -148,5 +160,28 @@ mod tests {
         assert!(unsafe { fc_buckets_from_list([1usize].as_ptr(), 1, 0) }.is_null());
         assert_eq!(fc_buckets_count(std::ptr::null()), 0);
         fc_buckets_free(std::ptr::null_mut());
+    }
+
+    /// Huge sizes are refused at once, never walked or allocated.
+    #[test]
+    fn huge_sizes_are_refused_quickly() {
+        let start = std::time::Instant::now();
+        for max in [usize::MAX, usize::MAX - 256, MAX_LADDER_TOKENS + 1] {
+            assert!(fc_buckets_ladder(max).is_null(), "ladder({max})");
+            assert!(last_msg().contains("above the largest ladder"), "{}", last_msg());
+        }
+        let top = fc_buckets_ladder(MAX_LADDER_TOKENS);
+        assert!(fc_buckets_count(top) > 30_000 && fc_buckets_count(top) < 40_000, "{}", fc_buckets_count(top));
+        assert_eq!(fc_buckets_for(top, usize::MAX), 0);
+        fc_buckets_free(top);
+        // An explicit list may name any size.
+        // SAFETY: a valid array of 2 values.
+        let e = unsafe { fc_buckets_from_list([16usize, usize::MAX].as_ptr(), 2, usize::MAX) };
+        assert_eq!((0..fc_buckets_count(e)).map(|i| fc_buckets_get(e, i)).collect::<Vec<_>>(), [16, usize::MAX]);
+        fc_buckets_free(e);
+        // SAFETY: refused from the count alone, before any read.
+        assert!(unsafe { fc_buckets_from_list([1usize].as_ptr(), usize::MAX, 64) }.is_null());
+        assert!(last_msg().contains("larger than any array"), "{}", last_msg());
+        assert!(start.elapsed() < std::time::Duration::from_secs(5), "took {:?}", start.elapsed());
     }
 }

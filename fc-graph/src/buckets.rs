@@ -81,7 +81,8 @@ fn next_rung(b: usize) -> usize {
     } else if b < DENSE_TOP {
         b + MIN_STEP
     } else {
-        b + step_from(b)
+        // Saturating: near usize::MAX the ladder ends instead of wrapping.
+        b.saturating_add(step_from(b))
     }
 }
 
@@ -327,6 +328,14 @@ mod tests {
                 panic!("{e}");
             }
         }
+    }
+
+    /// Near usize::MAX the rungs saturate instead of wrapping around.
+    #[test]
+    fn rungs_never_wrap() {
+        assert_eq!(next_rung(usize::MAX - 100), usize::MAX);
+        assert_eq!(next_rung(usize::MAX), usize::MAX);
+        assert!(next_rung(usize::MAX / 2) > usize::MAX / 2);
     }
 
     #[test]

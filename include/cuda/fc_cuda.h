@@ -428,7 +428,8 @@ int fc_graph_debug_dot(const fc_graph *graph, const char *path);
  * and ending with max_tokens exactly (2048 gives 1, 2, 4, 8, 16, 32, ...,
  * 256, 288, 320, 352, 384, 432, 480, 528, 592, 656, 736, 816, 912, 1024,
  * 1152, 1296, 1456, 1632, 1824, 2048). NULL with FC_ERR_INVALID_ARGUMENT
- * when max_tokens is 0.
+ * when max_tokens is 0 or above 16777216 (2^24; such a ladder would hold
+ * more than 33 thousand buckets: use an explicit list).
  * fc_buckets_from_list(sizes, count, max_tokens): the `count` sizes given,
  * zeros dropped, each clamped to max_tokens, max_tokens added, sorted,
  * duplicates removed ({256, 1024, 4096} with 2048 gives 256, 1024, 2048).
