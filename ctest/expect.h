@@ -86,6 +86,8 @@ static inline void ct_free_buffer_(void *h) { fc_buffer_free((fc_buffer *)h); }
 static inline void ct_free_graph_(void *h) { fc_graph_free((fc_graph *)h); }
 static inline void ct_free_module_(void *h) { fc_module_free((fc_module *)h); }
 static inline void ct_free_kernel_(void *h) { fc_kernel_free((fc_kernel *)h); }
+static inline void ct_free_cache_(void *h) { fc_graph_cache_free((fc_graph_cache *)h); }
+static inline void ct_free_buckets_(void *h) { fc_buckets_free((fc_buckets *)h); }
 
 /* ST_NEW(constructor call): its status (a handle it returns is freed). */
 #define ST_NEW(expr)                                                                       \
@@ -93,7 +95,9 @@ static inline void ct_free_kernel_(void *h) { fc_kernel_free((fc_kernel *)h); }
                                                 fc_buffer *: ct_free_buffer_,              \
                                                 fc_graph *: ct_free_graph_,                \
                                                 fc_module *: ct_free_module_,              \
-                                                fc_kernel *: ct_free_kernel_))
+                                                fc_kernel *: ct_free_kernel_,              \
+                                                fc_graph_cache *: ct_free_cache_,          \
+                                                fc_buckets *: ct_free_buckets_))
 
 /* ST_VALUE(query == fallback): the recorded code, or ST_WRONG_FALLBACK. */
 #define ST_VALUE(is_fallback) ((is_fallback) ? fc_last_error_code() : ST_WRONG_FALLBACK)

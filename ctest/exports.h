@@ -18,11 +18,24 @@
 #include "user_ptx.h"
 
 /* Handle slots; each holds one kind. */
-enum { CT_S_NONE, CT_S_CTX, CT_S_A, CT_S_B, CT_S_OUT, CT_S_GRAPH, CT_S_MODULE, CT_S_KERNEL, CT_SLOTS };
+enum {
+    CT_S_NONE,
+    CT_S_CTX,
+    CT_S_A,
+    CT_S_B,
+    CT_S_OUT,
+    CT_S_GRAPH,
+    CT_S_MODULE,
+    CT_S_KERNEL,
+    CT_S_CACHE,
+    CT_S_BUCKETS,
+    CT_SLOTS
+};
 
-enum { CT_K_CTX, CT_K_BUFFER, CT_K_GRAPH, CT_K_MODULE, CT_K_KERNEL, CT_KINDS };
+enum { CT_K_CTX, CT_K_BUFFER, CT_K_GRAPH, CT_K_MODULE, CT_K_KERNEL, CT_K_CACHE, CT_K_BUCKETS, CT_KINDS };
 
-static const char *const ct_kind_name[CT_KINDS] = {"fc_cuda_ctx", "fc_buffer", "fc_graph", "fc_module", "fc_kernel"};
+static const char *const ct_kind_name[CT_KINDS] = {"fc_cuda_ctx", "fc_buffer",      "fc_graph",  "fc_module",
+                                                   "fc_kernel",   "fc_graph_cache", "fc_buckets"};
 
 static inline int ct_slot_kind(int slot)
 {
@@ -33,6 +46,8 @@ static inline int ct_slot_kind(int slot)
     case CT_S_OUT: return CT_K_BUFFER;
     case CT_S_GRAPH: return CT_K_GRAPH;
     case CT_S_MODULE: return CT_K_MODULE;
+    case CT_S_CACHE: return CT_K_CACHE;
+    case CT_S_BUCKETS: return CT_K_BUCKETS;
     default: return CT_K_KERNEL;
     }
 }
@@ -52,6 +67,7 @@ typedef struct {
     size_t nargs;
     int callbacks;                      /* break/record functions run */
     int updated;
+    fc_graph_cache_stats stats;
 } ct_handles;
 
 #define CTX ((fc_cuda_ctx *)h->slot[CT_S_CTX])
@@ -61,6 +77,9 @@ typedef struct {
 #define GRAPH ((fc_graph *)h->slot[CT_S_GRAPH])
 #define MODULE ((fc_module *)h->slot[CT_S_MODULE])
 #define KERNEL ((fc_kernel *)h->slot[CT_S_KERNEL])
+#define CACHE ((fc_graph_cache *)h->slot[CT_S_CACHE])
+#define BUCKETS ((fc_buckets *)h->slot[CT_S_BUCKETS])
+#define CT_DOT_PATH "/nonexistent-fc-dir/sweep.dot" /* never written: the calls are refused first */
 
 static int ct_counting_break(fc_cuda_ctx *ctx, void *live, void *user)
 {
@@ -97,6 +116,17 @@ static inline int ct_st_capture(ct_handles *h)
     }
     if (h->callbacks != before) return ST_CALLBACK_RAN;
     return g == (fc_graph *)(uintptr_t)0x5e17 ? rc : ST_WRONG_FALLBACK;
+}
+
+/* fc_graph_cache_run: a refused run records nothing, runs nothing, and
+ * says -1 in *outcome. */
+static inline int ct_st_cache_run(ct_handles *h)
+{
+    int before = h->callbacks, outcome = 77;
+    int rc = fc_graph_cache_run(CACHE, 7, ct_counting_record, h, NULL, &outcome);
+    if (rc != FC_OK && h->callbacks != before) return ST_CALLBACK_RAN;
+    if (rc != FC_OK && outcome != -1) return ST_WRONG_FALLBACK;
+    return rc;
 }
 
 /* fc_ctx_mem_info: a refused query writes neither output. */
@@ -173,7 +203,29 @@ static inline int ct_st_mem_info(ct_handles *h)
     CT_EXPORT(fc_graph_launch, fc_graph_launch(GRAPH), CT_P(CT_S_GRAPH, "graph"))                                 \
     CT_EXPORT(fc_graph_launch_live, fc_graph_launch_live(GRAPH, h), CT_P(CT_S_GRAPH, "graph"))                    \
     CT_EXPORT(fc_graph_segment_count, ST_VALUE(fc_graph_segment_count(GRAPH) == -1), CT_P(CT_S_GRAPH, "graph"))   \
-    CT_EXPORT(fc_graph_free, ST_VOID(fc_graph_free(GRAPH)), CT_P(CT_S_GRAPH, "graph"))
+    CT_EXPORT(fc_graph_free, ST_VOID(fc_graph_free(GRAPH)), CT_P(CT_S_GRAPH, "graph"))                           \
+    CT_EXPORT(fc_graph_node_count, ST_VALUE(fc_graph_node_count(GRAPH) == 0), CT_P(CT_S_GRAPH, "graph"))          \
+    CT_EXPORT(fc_graph_segment_node_count, ST_VALUE(fc_graph_segment_node_count(GRAPH, 0) == 0),                  \
+              CT_P(CT_S_GRAPH, "graph"))                                                                           \
+    CT_EXPORT(fc_graph_debug_dot, fc_graph_debug_dot(GRAPH, CT_DOT_PATH), CT_P(CT_S_GRAPH, "graph"))              \
+    CT_EXPORT(fc_buckets_ladder, CT_NO_HANDLES, CT_NONE)                                                           \
+    CT_EXPORT(fc_buckets_from_list, CT_NO_HANDLES, CT_NONE)                                                        \
+    CT_EXPORT(fc_buckets_free, ST_VOID(fc_buckets_free(BUCKETS)), CT_P(CT_S_BUCKETS, "buckets"))                  \
+    CT_EXPORT(fc_buckets_count, ST_VALUE(fc_buckets_count(BUCKETS) == 0), CT_P(CT_S_BUCKETS, "buckets"))          \
+    CT_EXPORT(fc_buckets_get, ST_VALUE(fc_buckets_get(BUCKETS, 0) == 0), CT_P(CT_S_BUCKETS, "buckets"))           \
+    CT_EXPORT(fc_buckets_for, ST_VALUE(fc_buckets_for(BUCKETS, 1) == 0), CT_P(CT_S_BUCKETS, "buckets"))           \
+    CT_EXPORT(fc_graph_cache_config_default, CT_NO_HANDLES, CT_NONE)                                               \
+    CT_EXPORT(fc_graph_cache_new, ST_NEW(fc_graph_cache_new(CTX, NULL)), CT_P(CT_S_CTX, "ctx"))                   \
+    CT_EXPORT(fc_graph_cache_free, ST_VOID(fc_graph_cache_free(CACHE)), CT_P(CT_S_CACHE, "cache"))                \
+    CT_EXPORT(fc_graph_cache_run, ct_st_cache_run(h), CT_P(CT_S_CACHE, "cache"))                                  \
+    CT_EXPORT(fc_graph_cache_invalidate, fc_graph_cache_invalidate(CACHE, 7), CT_P(CT_S_CACHE, "cache"))          \
+    CT_EXPORT(fc_graph_cache_invalidate_all, fc_graph_cache_invalidate_all(CACHE), CT_P(CT_S_CACHE, "cache"))     \
+    CT_EXPORT(fc_graph_cache_remove, fc_graph_cache_remove(CACHE, 7), CT_P(CT_S_CACHE, "cache"))                  \
+    CT_EXPORT(fc_graph_cache_clear, fc_graph_cache_clear(CACHE), CT_P(CT_S_CACHE, "cache"))                       \
+    CT_EXPORT(fc_graph_cache_stats_get, fc_graph_cache_stats_get(CACHE, &h->stats), CT_P(CT_S_CACHE, "cache"))    \
+    CT_EXPORT(fc_graph_cache_node_count, ST_VALUE(fc_graph_cache_node_count(CACHE, 7) == 0),                      \
+              CT_P(CT_S_CACHE, "cache"))                                                                           \
+    CT_EXPORT(fc_graph_cache_debug_dot, fc_graph_cache_debug_dot(CACHE, 7, CT_DOT_PATH), CT_P(CT_S_CACHE, "cache"))
 /* clang-format on */
 
 typedef struct {
@@ -224,5 +276,7 @@ static inline int ct_is_free(const ct_export *x)
 #undef GRAPH
 #undef MODULE
 #undef KERNEL
+#undef CACHE
+#undef BUCKETS
 
 #endif /* FC_CTEST_EXPORTS_H */

@@ -47,6 +47,7 @@ typedef struct {
     fc_module *module;
     fc_kernel *kernel;
     fc_graph *graph;
+    fc_graph_cache *cache; /* one key (1) captured: out = a + b */
     uint64_t kx;
     float ks;
     uint32_t kn;
@@ -59,12 +60,15 @@ static struct {
     ctx_set iso; /* an isolated context of device 0 */
     ctx_set d1;  /* device 1 (has_d1) */
     int has_d1;
+    fc_buckets *buckets; /* the ladder up to 2048 */
     struct {
         fc_cuda_ctx *ctx;
         fc_buffer *buf;
         fc_graph *graph;
         fc_module *module;
         fc_kernel *kernel;
+        fc_graph_cache *cache;
+        fc_buckets *buckets;
     } dead; /* freed handles of every kind */
 } F;
 
@@ -76,6 +80,13 @@ static struct {
 static float host_a[N], host_b[N], host_poison[N];
 static unsigned char host_big[4 * N + 64];
 static double forged_target;
+
+/* The work of each set's cache key 1: out = a + b. */
+static int set_record_add(fc_cuda_ctx *ctx, void *user)
+{
+    const ctx_set *s = (const ctx_set *)user;
+    return fc_add_ctx(ctx, s->a, s->b, s->out, N);
+}
 
 static int set_make(ctx_set *s, const char *name, fc_cuda_ctx *ctx)
 {
@@ -94,11 +105,17 @@ static int set_make(ctx_set *s, const char *name, fc_cuda_ctx *ctx)
     s->args[1] = &s->ks;
     s->args[2] = &s->kn;
     if (fc_graph_begin_ctx(ctx) != FC_OK || fc_add_ctx(ctx, s->a, s->b, s->out, N) != FC_OK) return 0;
-    return (s->graph = fc_graph_end_ctx(ctx)) != NULL;
+    if (!(s->graph = fc_graph_end_ctx(ctx))) return 0;
+    int outcome = -1;
+    if (!(s->cache = fc_graph_cache_new(ctx, NULL)) ||
+        fc_graph_cache_run(s->cache, 1, set_record_add, s, NULL, &outcome) != FC_OK || outcome != FC_CACHE_CAPTURED)
+        return 0;
+    return fc_sync_ctx(ctx) == FC_OK;
 }
 
 static void set_free(ctx_set *s)
 {
+    fc_graph_cache_free(s->cache);
     fc_graph_free(s->graph);
     fc_kernel_free(s->kernel);
     fc_module_free(s->module);
@@ -118,7 +135,8 @@ static int set_usable(ctx_set *s, char *why, size_t len)
         return 0;
     }
     if (fc_buffer_size(s->a) != N * sizeof(float) || fc_buffer_size(s->big) != BIG_BYTES ||
-        fc_kernel_param_count(s->kernel) != 3 || fc_graph_segment_count(s->graph) != 1) {
+        fc_kernel_param_count(s->kernel) != 3 || fc_graph_segment_count(s->graph) != 1 ||
+        fc_graph_cache_node_count(s->cache, 1) != 1 || fc_buckets_count(F.buckets) != 39) {
         snprintf(why, len, "%s: a fixture handle died: %s", s->name, fc_last_error());
         return 0;
     }
@@ -163,7 +181,11 @@ static int fixture_make(void)
     F.dead.kernel = fc_module_get_kernel(P0.module, "axpy_f32");
     if (fc_graph_begin_ctx(P0.ctx) == FC_OK && fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N) == FC_OK)
         F.dead.graph = fc_graph_end_ctx(P0.ctx);
-    if (!F.dead.ctx || !F.dead.buf || !F.dead.module || !F.dead.kernel || !F.dead.graph) {
+    F.dead.cache = fc_graph_cache_new(P0.ctx, NULL);
+    F.dead.buckets = fc_buckets_ladder(64);
+    F.buckets = fc_buckets_ladder(2048);
+    if (!F.dead.ctx || !F.dead.buf || !F.dead.module || !F.dead.kernel || !F.dead.graph || !F.dead.cache ||
+        !F.dead.buckets || !F.buckets) {
         printf("[FAIL] %s: fixture (dead handles): %s\n", ct_prog, fc_last_error());
         return 0;
     }
@@ -172,6 +194,8 @@ static int fixture_make(void)
     fc_module_free(F.dead.module);
     fc_kernel_free(F.dead.kernel);
     fc_graph_free(F.dead.graph);
+    fc_graph_cache_free(F.dead.cache);
+    fc_buckets_free(F.dead.buckets);
     char why[512];
     if (!all_usable(why, sizeof why)) {
         printf("[FAIL] %s: fixture unusable from the start: %s\n", ct_prog, why);
@@ -260,6 +284,8 @@ static void *valid_slot(int slot)
     case CT_S_OUT: return P0.out;
     case CT_S_GRAPH: return P0.graph;
     case CT_S_MODULE: return P0.module;
+    case CT_S_CACHE: return P0.cache;
+    case CT_S_BUCKETS: return F.buckets;
     default: return P0.kernel;
     }
 }
@@ -271,6 +297,8 @@ static void *dead_of(int kind)
     case CT_K_BUFFER: return F.dead.buf;
     case CT_K_GRAPH: return F.dead.graph;
     case CT_K_MODULE: return F.dead.module;
+    case CT_K_CACHE: return F.dead.cache;
+    case CT_K_BUCKETS: return F.dead.buckets;
     default: return F.dead.kernel;
     }
 }
@@ -283,6 +311,8 @@ static void *other_kind_of(int kind)
     case CT_K_BUFFER: return P0.graph;
     case CT_K_GRAPH: return P0.kernel;
     case CT_K_MODULE: return P0.ctx;
+    case CT_K_CACHE: return P0.graph;
+    case CT_K_BUCKETS: return P0.cache;
     default: return P0.module;
     }
 }
@@ -755,6 +785,85 @@ DEFINE_ROWS(modes, MODE_ROWS)
       end_update(P0.ctx, D1.graph))
 /* clang-format on */
 DEFINE_ROWS(order, ORDER_ROWS)
+
+/* ---- the graph cache and graph diagnostics ---- */
+
+static int cache_record_add(fc_cuda_ctx *ctx, void *user)
+{
+    (void)user;
+    return fc_add_ctx(ctx, P0.a, P0.b, P0.out, N);
+}
+
+/* fc_graph_cache_new with the defaults changed by `tweak`. */
+static int cache_with(void (*tweak)(fc_graph_cache_config *))
+{
+    fc_graph_cache_config c;
+    fc_graph_cache_config_default(&c);
+    tweak(&c);
+    return ST_NEW(fc_graph_cache_new(P0.ctx, &c));
+}
+static void tries_0(fc_graph_cache_config *c) { c->max_tries = 0; }
+static void tries_minus_1(fc_graph_cache_config *c) { c->max_tries = -1; }
+static void threshold_0(fc_graph_cache_config *c) { c->fail_threshold = 0; }
+static void backoff_inverted(fc_graph_cache_config *c) { c->backoff_ms = 500, c->max_backoff_ms = 100; }
+static void mode_9(fc_graph_cache_config *c) { c->mode = 9; }
+
+/* fc_graph_cache_run of a key never captured; -1 in *outcome on failure. */
+static int cache_run_new_key(fc_record_fn rec)
+{
+    int outcome = 77;
+    int rc = fc_graph_cache_run(P0.cache, 424242, rec, NULL, NULL, &outcome);
+    (void)fc_graph_cache_remove(P0.cache, 424242);
+    return rc != FC_OK && outcome != -1 ? ST_WRONG_FALLBACK : rc;
+}
+
+static int cache_run_key_1(void)
+{
+    int outcome = 77;
+    int rc = fc_graph_cache_run(P0.cache, 1, cache_record_add, NULL, NULL, &outcome);
+    return rc != FC_OK && outcome != -1 ? ST_WRONG_FALLBACK : rc;
+}
+
+#define KW_NO_GRAPH "has no cached graph"
+#define UNWRITABLE "/nonexistent-fc-dir/graph.dot"
+
+/* clang-format off */
+#define CACHE_ROWS(X)                                                                                             \
+    X(cache_max_tries_0, W_BOTH, FC_ERR_INVALID_ARGUMENT, "max_tries must be at least 1", cache_with(tries_0))     \
+    X(cache_max_tries_minus_1, W_BOTH, FC_ERR_INVALID_ARGUMENT, "max_tries", cache_with(tries_minus_1))           \
+    X(cache_fail_threshold_0, W_BOTH, FC_ERR_INVALID_ARGUMENT, "fail_threshold", cache_with(threshold_0))         \
+    X(cache_backoff_above_max, W_BOTH, FC_ERR_INVALID_ARGUMENT, "backoff", cache_with(backoff_inverted))          \
+    X(cache_mode_9, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_MODE, cache_with(mode_9))                                 \
+    X(cache_run_NULL_record, W_BOTH, FC_ERR_INVALID_ARGUMENT, "record is NULL", cache_run_new_key(NULL))          \
+    X(cache_run_NULL_record_on_a_hit, W_IDLE, FC_ERR_INVALID_ARGUMENT, "record is NULL",                         \
+      fc_graph_cache_run(P0.cache, 1, NULL, NULL, NULL, NULL))                                                     \
+    X(cache_run_hit, W_IDLE, FC_OK, NULL, cache_run_key_1())                                                      \
+    X(cache_run_while_the_context_captures, W_CAPTURING, FC_ERR_CAPTURE_STATE, "captur",                         \
+      cache_run_new_key(cache_record_add))                                                                        \
+    X(cache_hit_while_the_context_captures, W_CAPTURING, FC_ERR_CAPTURE_STATE, "captur", cache_run_key_1())       \
+    X(cache_stats_NULL_out, W_BOTH, FC_ERR_INVALID_ARGUMENT, "out is NULL", fc_graph_cache_stats_get(P0.cache, NULL)) \
+    X(cache_node_count_unknown_key, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_NO_GRAPH,                                \
+      ST_VALUE(fc_graph_cache_node_count(P0.cache, 99) == 0))                                                     \
+    X(cache_debug_dot_unknown_key, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_NO_GRAPH,                                 \
+      fc_graph_cache_debug_dot(P0.cache, 99, "/tmp/fc-hostile-never.dot"))                                        \
+    X(cache_debug_dot_NULL_path, W_BOTH, FC_ERR_INVALID_ARGUMENT, "path is NULL",                                \
+      fc_graph_cache_debug_dot(P0.cache, 1, NULL))                                                                \
+    X(cache_invalidate_unknown_key, W_BOTH, FC_OK, NULL, fc_graph_cache_invalidate(P0.cache, 99))                \
+    X(cache_remove_unknown_key, W_BOTH, FC_OK, NULL, fc_graph_cache_remove(P0.cache, 99))                        \
+    X(cache_on_isolated_context, W_BOTH, FC_OK, NULL, ST_NEW(fc_graph_cache_new(ISO.ctx, NULL)))                 \
+    X(segment_node_count_index_1, W_BOTH, FC_ERR_INVALID_ARGUMENT, "out of range",                               \
+      ST_VALUE(fc_graph_segment_node_count(P0.graph, 1) == 0))                                                    \
+    X(segment_node_count_index_SIZE_MAX, W_BOTH, FC_ERR_INVALID_ARGUMENT, "out of range",                        \
+      ST_VALUE(fc_graph_segment_node_count(P0.graph, SIZE_MAX) == 0))                                             \
+    X(debug_dot_NULL_path, W_BOTH, FC_ERR_INVALID_ARGUMENT, "path is NULL", fc_graph_debug_dot(P0.graph, NULL))   \
+    X(debug_dot_empty_path, W_BOTH, FC_ERR_INVALID_ARGUMENT, "path is empty", fc_graph_debug_dot(P0.graph, ""))   \
+    X(debug_dot_unwritable_path, W_BOTH, FC_ERR_INVALID_ARGUMENT, "creating", fc_graph_debug_dot(P0.graph, UNWRITABLE)) \
+    X(cache_debug_dot_unwritable_path, W_BOTH, FC_ERR_INVALID_ARGUMENT, "creating",                              \
+      fc_graph_cache_debug_dot(P0.cache, 1, UNWRITABLE))                                                          \
+    X(buckets_for_0, W_BOTH, FC_ERR_INVALID_ARGUMENT, "outside the bucket range", ST_VALUE(fc_buckets_for(F.buckets, 0) == 0)) \
+    X(buckets_ladder_SIZE_MAX, W_BOTH, FC_ERR_INVALID_ARGUMENT, "largest ladder", ST_NEW(fc_buckets_ladder(SIZE_MAX)))
+/* clang-format on */
+DEFINE_ROWS(cache_and_diagnostics, CACHE_ROWS)
 
 /* ---- scenarios -------------------------------------------------------------------------- */
 
@@ -1265,6 +1374,7 @@ static const ct_case_def cases[] = {
     CT_CASE(launches),
     CT_CASE(modes),
     CT_CASE(order),
+    CT_CASE(cache_and_diagnostics),
     CT_CASE(capture_rules_inside_breaks),
     CT_CASE(failing_callbacks),
     CT_CASE(threads_during_a_capture),
@@ -1286,6 +1396,7 @@ int main(int argc, char **argv)
     set_free(&ISO);
     set_free(&P0B);
     set_free(&P0);
+    fc_buckets_free(F.buckets);
     ct_matrix_summary("bad-input matrix");
     return ct_finish();
 }

@@ -1,6 +1,9 @@
 /* test_no_gpu.c - the bad-input checks that need no GPU, so CI runs them:
- * every export with NULL and forged handles, bad device ordinals, the
- * per-thread error slot (fc_last_error, _code, _copy, fc_clear_last_error).
+ * every export with NULL and forged handles, and with a live handle of
+ * another kind (token buckets need no GPU); bad device ordinals; token
+ * buckets (sizes, double free, use after free); the cache configuration;
+ * the per-thread error slot (fc_last_error, _code, _copy,
+ * fc_clear_last_error).
  * It never skips: with or without a driver every case runs (a few cases
  * depend on which, and say so).
  *
@@ -99,6 +102,90 @@ static void sweep_handle_shaped(fc_cuda_ctx *unused)
             EXPECT(name, ct_call_export(e, &h), FC_ERR_INVALID_HANDLE, "handle");
         }
     }
+}
+
+/* A live fc_buckets handle given for every other kind of handle: refused
+ * as the wrong kind, and not freed by the *_free functions. */
+static void sweep_other_kind(fc_cuda_ctx *unused)
+{
+    (void)unused;
+    fc_buckets *live = fc_buckets_ladder(64);
+    EXPECT_TRUE("make a bucket list", live != NULL, "%s", fc_last_error());
+    if (!live) return;
+    for (size_t e = 0; e < CT_EXPORT_COUNT; e++) {
+        const ct_export *x = &ct_exports[e];
+        int n = ct_export_nparams(x), takes_buckets = 0;
+        for (int p = 0; p < n; p++) takes_buckets |= x->params[p].slot == CT_S_BUCKETS;
+        if (n == 0 || takes_buckets) continue;
+        ct_handles h;
+        void *args[3];
+        setup_handles(&h, live, args);
+        char name[128];
+        snprintf(name, sizeof name, "%s(an fc_buckets handle)", x->name);
+        EXPECT(name, ct_call_export(e, &h), FC_ERR_INVALID_HANDLE, "is an fc_buckets handle, not an");
+    }
+    EXPECT("the bucket list survived (1, 2, 4, 8, 16, 32, 48, 64)", ST_VALUE(fc_buckets_count(live) == 8), FC_OK, NULL);
+    fc_buckets_free(live);
+}
+
+/* Token buckets: sizes, lookups, double free and use after free. */
+static void buckets(fc_cuda_ctx *unused)
+{
+    (void)unused;
+    const char *kw_max = "max_tokens";
+    EXPECT("ladder(0)", ST_NEW(fc_buckets_ladder(0)), FC_ERR_INVALID_ARGUMENT, kw_max);
+    EXPECT("ladder(SIZE_MAX)", ST_NEW(fc_buckets_ladder(SIZE_MAX)), FC_ERR_INVALID_ARGUMENT, "largest ladder");
+    EXPECT("ladder(SIZE_MAX - 256)", ST_NEW(fc_buckets_ladder(SIZE_MAX - 256)), FC_ERR_INVALID_ARGUMENT,
+           "largest ladder");
+    EXPECT("ladder(2^24 + 1)", ST_NEW(fc_buckets_ladder(((size_t)1 << 24) + 1)), FC_ERR_INVALID_ARGUMENT,
+           "largest ladder");
+    EXPECT("from_list(NULL, 3)", ST_NEW(fc_buckets_from_list(NULL, 3, 64)), FC_ERR_INVALID_ARGUMENT,
+           "sizes is NULL");
+    size_t one = 8;
+    EXPECT("from_list(count SIZE_MAX)", ST_NEW(fc_buckets_from_list(&one, SIZE_MAX, 64)), FC_ERR_INVALID_ARGUMENT,
+           "larger than any array");
+    EXPECT("from_list(max_tokens 0)", ST_NEW(fc_buckets_from_list(&one, 1, 0)), FC_ERR_INVALID_ARGUMENT, kw_max);
+
+    fc_buckets *b = fc_buckets_ladder(2048);
+    EXPECT_TRUE("ladder(2048)", b != NULL, "%s", fc_last_error());
+    if (!b) return;
+    EXPECT("ladder(2048) has 39 buckets", ST_VALUE(fc_buckets_count(b) == 39), FC_OK, NULL);
+    EXPECT("bucket 20 is 288", ST_VALUE(fc_buckets_get(b, 20) == 288), FC_OK, NULL);
+    EXPECT("for(257) is 288", ST_VALUE(fc_buckets_for(b, 257) == 288), FC_OK, NULL);
+    EXPECT("for(2048) is 2048", ST_VALUE(fc_buckets_for(b, 2048) == 2048), FC_OK, NULL);
+    EXPECT("get(39)", ST_VALUE(fc_buckets_get(b, 39) == 0), FC_ERR_INVALID_ARGUMENT, "out of range");
+    EXPECT("get(SIZE_MAX)", ST_VALUE(fc_buckets_get(b, SIZE_MAX) == 0), FC_ERR_INVALID_ARGUMENT, "out of range");
+    EXPECT("for(0)", ST_VALUE(fc_buckets_for(b, 0) == 0), FC_ERR_INVALID_ARGUMENT, "outside the bucket range");
+    EXPECT("for(2049)", ST_VALUE(fc_buckets_for(b, 2049) == 0), FC_ERR_INVALID_ARGUMENT, "outside the bucket range");
+    EXPECT("for(SIZE_MAX)", ST_VALUE(fc_buckets_for(b, SIZE_MAX) == 0), FC_ERR_INVALID_ARGUMENT,
+           "outside the bucket range");
+    EXPECT("free", ST_VOID(fc_buckets_free(b)), FC_OK, NULL);
+    EXPECT("double free", ST_VOID(fc_buckets_free(b)), FC_ERR_INVALID_HANDLE, "already freed");
+    EXPECT("use after free", ST_VALUE(fc_buckets_count(b) == 0), FC_ERR_INVALID_HANDLE, "already freed");
+    /* The freed slot is reused by the next list: the stale handle stays dead. */
+    fc_buckets *again = fc_buckets_ladder(16);
+    EXPECT("stale handle after reuse", ST_VALUE(fc_buckets_for(b, 1) == 0), FC_ERR_INVALID_HANDLE, "already freed");
+    EXPECT("stale free after reuse", ST_VOID(fc_buckets_free(b)), FC_ERR_INVALID_HANDLE, "already freed");
+    EXPECT("the new list lives", ST_VALUE(fc_buckets_count(again) == 5), FC_OK, NULL);
+    fc_buckets_free(again);
+}
+
+/* The graph cache's configuration (the cache itself needs a context). */
+static void cache_config(fc_cuda_ctx *unused)
+{
+    (void)unused;
+    fc_graph_cache_config c;
+    memset(&c, 0xff, sizeof c);
+    EXPECT("config_default(NULL)", ST_VOID(fc_graph_cache_config_default(NULL)), FC_ERR_INVALID_ARGUMENT,
+           "cfg is NULL");
+    EXPECT("config_default", ST_VOID(fc_graph_cache_config_default(&c)), FC_OK, NULL);
+    EXPECT_TRUE("the documented defaults",
+                c.max_entries == 256 && c.max_bytes == 0 && c.warmup == 0 && c.max_tries == 3 &&
+                    c.fail_threshold == 3 && c.backoff_ms == 100 && c.max_backoff_ms == 10000 &&
+                    c.mode == FC_CAPTURE_MODE_THREAD_LOCAL,
+                "entries %zu, bytes %zu, warmup %d, tries %d, threshold %d, backoff %u..%u, mode %d", c.max_entries,
+                c.max_bytes, c.warmup, c.max_tries, c.fail_threshold, c.backoff_ms, c.max_backoff_ms, c.mode);
+    EXPECT("new(NULL ctx, defaults)", ST_NEW(fc_graph_cache_new(NULL, &c)), FC_ERR_INVALID_ARGUMENT, "ctx is NULL");
 }
 
 static void devices(fc_cuda_ctx *unused)
@@ -238,8 +325,9 @@ static void per_thread(fc_cuda_ctx *unused)
 }
 
 static const ct_case_def cases[] = {
-    CT_CASE(sweep_null), CT_CASE(sweep_forged), CT_CASE(sweep_handle_shaped), CT_CASE(devices),
-    CT_CASE(error_copy), CT_CASE(successes_keep_the_error), CT_CASE(per_thread),
+    CT_CASE(sweep_null),   CT_CASE(sweep_forged), CT_CASE(sweep_handle_shaped),      CT_CASE(sweep_other_kind),
+    CT_CASE(buckets),      CT_CASE(cache_config), CT_CASE(devices),                  CT_CASE(error_copy),
+    CT_CASE(successes_keep_the_error),            CT_CASE(per_thread),
 };
 
 int main(int argc, char **argv)

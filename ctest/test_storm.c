@@ -4,10 +4,12 @@
  * Each thread owns a context (re-created every FC_STORM_CHURN captures; one
  * context in four is isolated) and loops: allocate and free a scratch
  * buffer, capture (plain begin/end, fc_graph_capture_ctx with re-recording,
- * a capture with a break running a user kernel with a live scale, or an
- * end_update into the previous graph; capture modes THREAD_LOCAL, GLOBAL and
- * RELAXED in turn, with capture-pool intermediates), replay into a poisoned
- * output and compare every element with the CPU, bit for bit.
+ * a capture with a break running a user kernel with a live scale, an
+ * end_update into the previous graph, or a graph cache keyed by the token
+ * bucket of the size, as an engine does; capture modes THREAD_LOCAL, GLOBAL
+ * and RELAXED in turn, with capture-pool intermediates), replay into a
+ * poisoned output and compare every element with the CPU, bit for bit. A
+ * cache call that falls back to eager work counts as a failure.
  *
  * Required: 0 failures, 0 wrong results, and each device's free memory
  * back to its level. Memory is read with fc_ctx_mem_info on a monitor
@@ -60,6 +62,8 @@ static long env_long(const char *name, long fallback, long lo, long hi)
 
 /* ---- shared results ---------------------------------------------------------------- */
 
+static float g_poison[NMAX]; /* filled by main before any thread starts */
+
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static char g_notes[MAX_NOTES][400];
 static int g_note_count;
@@ -82,7 +86,7 @@ static void note(const char *fmt, ...)
 
 typedef struct {
     long ok, failed, wrong, invalidated;
-    long via_capture_fn, rerecorded, with_break, updates, updated_in_place;
+    long via_capture_fn, rerecorded, with_break, updates, updated_in_place, cache_captures, cache_hits;
     long contexts, isolated, buffers, modules;
 } counts;
 
@@ -105,6 +109,7 @@ typedef struct {
     fc_module *module;
     fc_kernel *kernel;
     fc_graph *prev; /* the last plain capture, for end_update */
+    fc_graph_cache *cache; /* keyed by token bucket */
     size_t prev_n;
     float hx[NMAX], hy[NMAX], got[NMAX], want[NMAX];
     uint32_t rng;
@@ -129,6 +134,8 @@ static float rand_float(worker *w)
 
 static void drop_context(worker *w)
 {
+    fc_graph_cache_free(w->cache);
+    w->cache = NULL;
     fc_graph_free(w->prev);
     fc_kernel_free(w->kernel);
     fc_module_free(w->module);
@@ -171,6 +178,7 @@ static int new_context(worker *w, long generation)
     w->kernel = w->module ? fc_module_get_kernel(w->module, "scale_f32") : NULL;
     if (!w->kernel) return fail(w, "load the module");
     w->c.modules++;
+    if (!(w->cache = fc_graph_cache_new(w->ctx, NULL))) return fail(w, "create a graph cache");
     return 1;
 }
 
@@ -217,8 +225,6 @@ static void want_break(worker *w, float s)
 }
 
 /* Poisons out, replays g with `live`, downloads and compares n elements. */
-static float g_poison[NMAX]; /* filled by main before any thread starts */
-
 static int replay_and_check(worker *w, fc_graph *g, void *live, const char *what)
 {
     if (fc_buffer_upload(w->out, g_poison, sizeof g_poison) != FC_OK) return fail(w, "upload the poison");
@@ -236,6 +242,38 @@ static int replay_and_check(worker *w, fc_graph *g, void *live, const char *what
 }
 
 static const int modes[3] = {FC_CAPTURE_MODE_THREAD_LOCAL, FC_CAPTURE_MODE_GLOBAL, FC_CAPTURE_MODE_RELAXED};
+static fc_buckets *g_buckets; /* the ladder up to NMAX, made by main */
+
+/* The size padded to its bucket, run through the context's graph cache
+ * (captured on the bucket's first call, replayed after). */
+static int cached_run(worker *w)
+{
+    size_t bucket = fc_buckets_for(g_buckets, w->n);
+    if (!bucket) return fail(w, "fc_buckets_for");
+    w->n = bucket;
+    if (fc_buffer_upload(w->out, g_poison, sizeof g_poison) != FC_OK) return fail(w, "upload the poison");
+    int outcome = -1;
+    if (fc_graph_cache_run(w->cache, bucket, record_chain, w, NULL, &outcome) != FC_OK)
+        return fail(w, "fc_graph_cache_run");
+    if (outcome == FC_CACHE_HIT)
+        w->c.cache_hits++;
+    else if (outcome == FC_CACHE_CAPTURED)
+        w->c.cache_captures++;
+    else
+        return fail(w, outcome == FC_CACHE_EAGER_FAILED ? "the cache's capture failed (eager fallback)"
+                                                        : "unexpected cache outcome");
+    if (fc_sync_ctx(w->ctx) != FC_OK) return fail(w, "sync");
+    if (fc_buffer_download(w->out, w->got, w->n * sizeof(float)) != FC_OK) return fail(w, "download");
+    want_chain(w);
+    size_t bad = ct_first_mismatch(w->got, w->want, w->n);
+    if (bad != (size_t)-1) {
+        w->c.wrong++;
+        note("device %d thread %d: cached graph, bucket %zu: out[%zu] = %.9g, want %.9g", w->device, w->index, w->n,
+             bad, (double)w->got[bad], (double)w->want[bad]);
+        return 0;
+    }
+    return 1;
+}
 
 static int one_capture(worker *w, long i)
 {
@@ -248,8 +286,9 @@ static int one_capture(worker *w, long i)
     w->c.buffers++;
 
     fc_graph *g = NULL;
-    int variant = (int)(i % 4);
+    int variant = (int)(i % 5);
     if (variant == 3 && !w->prev) variant = 0;
+    if (variant == 4) return cached_run(w);
     switch (variant) {
     case 0: /* plain begin / end; kept for a later end_update */
         if (fc_graph_begin_ctx_mode(w->ctx, mode) != FC_OK) return fail(w, "begin");
@@ -381,6 +420,10 @@ int main(int argc, char **argv)
     if (visible < 2) printf("%s: only %d device visible: the storm runs on it alone\n", ct_prog, visible);
 
     ct_fill_poison(g_poison, NMAX);
+    if (!(g_buckets = fc_buckets_ladder(NMAX))) {
+        printf("[FAIL] %s/storm: fc_buckets_ladder: %s\n", ct_prog, fc_last_error());
+        return 1;
+    }
     fc_cuda_ctx *monitors[MAX_DEVICES] = {0};
     size_t free_start[MAX_DEVICES], free_warm1[MAX_DEVICES], free_warm[MAX_DEVICES], free_end[MAX_DEVICES];
     for (int d = 0; d < devices; d++) {
@@ -426,13 +469,16 @@ int main(int argc, char **argv)
     for (int i = 0; i < g_note_count; i++) printf("  %s\n", g_notes[i]);
     if (g_notes_dropped) printf("  ... and %ld more\n", g_notes_dropped);
     printf("storm: %d device(s) x %d thread(s) x %ld captures = %ld: %ld ok, %ld failed (%ld invalidated), %ld wrong; "
-           "%ld via fc_graph_capture_ctx (%ld re-recorded), %ld with a break, %ld end_update (%ld segments in place); "
+           "%ld via fc_graph_capture_ctx (%ld re-recorded), %ld with a break, %ld end_update (%ld segments in place), "
+           "%ld through graph caches (%ld captured, %ld hits); "
            "%ld contexts (%ld isolated), %ld modules, %ld scratch buffers; warm-up %ld ok, %ld failed, %ld wrong; "
            "memory: %s; %.1f s (warm-ups %.1f s) -> %s\n",
            devices, per_device, captures, total, c.ok, c.failed, c.invalidated, c.wrong, c.via_capture_fn,
-           c.rerecorded, c.with_break, c.updates, c.updated_in_place, c.contexts, c.isolated, c.modules, c.buffers,
+           c.rerecorded, c.with_break, c.updates, c.updated_in_place, c.cache_captures + c.cache_hits,
+           c.cache_captures, c.cache_hits, c.contexts, c.isolated, c.modules, c.buffers,
            warm.ok, warm.failed, warm.wrong, mem, t2 - t1, t1 - t0, pass ? "PASS" : "FAIL");
     for (int d = 0; d < devices; d++) fc_cuda_ctx_free(monitors[d]);
+    fc_buckets_free(g_buckets);
     if (pass) {
         printf("[PASS] %s/storm\n", ct_prog);
         ct_passed++;
