@@ -315,9 +315,15 @@ fn instantiate_piece<L>(ctx: &Context, g: CUgraph, failure: &mut Option<Error>) 
 /// An open capture on a context. `L` is the live value type its breaks
 /// receive (see [`Graph::replay`]). Dropping it without [`Capture::end`]
 /// aborts the capture.
+///
+/// The guard stays on the thread that opened the capture (it is not
+/// `Send`): the driver lets only that thread end a THREAD_LOCAL or GLOBAL
+/// capture, so a guard ended or dropped elsewhere would leave the stream
+/// capturing for good.
 pub struct Capture<L = ()> {
     ctx: Context,
     recording: Option<Recording<L>>,
+    _same_thread: std::marker::PhantomData<*const ()>,
 }
 
 impl Context {
@@ -329,7 +335,11 @@ impl Context {
 
     /// Opens a capture whose breaks receive a live `L` at replay.
     pub fn begin_breakable<L>(&self, mode: CaptureMode) -> Result<Capture<L>> {
-        Ok(Capture { ctx: self.clone(), recording: Some(Recording::begin(self, mode)?) })
+        Ok(Capture {
+            ctx: self.clone(),
+            recording: Some(Recording::begin(self, mode)?),
+            _same_thread: std::marker::PhantomData,
+        })
     }
 }
 

@@ -192,7 +192,8 @@
 //! [`Context`], [`DeviceBuffer`], [`Graph`], [`Module`] and [`Kernel`] are
 //! `Send + Sync`. One context may be used from several threads: work is
 //! queued on its stream in the order the calls are made. At most one
-//! capture is open per context; a [`Capture`] guard is `Send`, and the
+//! capture is open per context; a [`Capture`] guard stays on the thread that
+//! opened it (the driver lets only that thread end it), and the
 //! captures [held by the context](held) serve callers that open and end a
 //! capture in different places (the C API). Contexts on different devices,
 //! or several on one device, capture independently and concurrently.
