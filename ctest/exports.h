@@ -150,6 +150,7 @@ static inline int ct_st_mem_info(ct_handles *h)
     CT_EXPORT(fc_last_error_copy, CT_NO_HANDLES, CT_NONE)                                                          \
     CT_EXPORT(fc_clear_last_error, CT_NO_HANDLES, CT_NONE)                                                         \
     CT_EXPORT(fc_cuda_device_count, CT_NO_HANDLES, CT_NONE)                                                        \
+    CT_EXPORT(fc_live_objects, CT_NO_HANDLES, CT_NONE)                                                             \
     CT_EXPORT(fc_cuda_init_device, CT_NO_HANDLES, CT_NONE)                                                         \
     CT_EXPORT(fc_cuda_init_device_isolated, CT_NO_HANDLES, CT_NONE)                                                \
     CT_EXPORT(fc_cuda_ctx_free, ST_VOID(fc_cuda_ctx_free(CTX)), CT_P(CT_S_CTX, "ctx"))                            \

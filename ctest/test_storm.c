@@ -11,22 +11,19 @@
  * poisoned output and compare every element with the CPU, bit for bit. A
  * cache call that falls back to eager work counts as a failure.
  *
- * Required: 0 failures, 0 wrong results, and each device's free memory
- * back to its level. Memory is read with fc_ctx_mem_info on a monitor
- * context held for the whole run: at the start, after each of two warm-up
- * rounds (FC_STORM_WARMUP captures per thread, same threads, same churn
- * pattern) and after the storm.
- *   - Warm-up 1 may keep memory: the driver allocates some on first use
- *     (JIT and module caches, launch and graph bookkeeping). Reported.
- *   - Warm-up 2 repeats it and must keep at most 2 MiB (the granularity at
- *     which the driver's free memory moves): first-use memory is then in
- *     place, and anything kept again would be a leak.
- *   - The storm (100x the warm-up at the default counts) may keep at most
- *     max(2 MiB, what warm-up 1 kept): the same first-use memory touched
- *     once more at a higher peak of concurrent work. A leak scales with the
- *     work instead: every capture takes at least a 512-byte pool block and a
- *     graph, so leaking one per capture would keep >= 16 MiB per device at
- *     the default counts.
+ * Required: 0 failures, 0 wrong results, every handle and context of the
+ * storm gone (fc_live_objects back to the monitors and the bucket ladder),
+ * and each device's free memory back to its starting level. Memory is read
+ * with fc_ctx_mem_info on an ISOLATED monitor context per device, held for
+ * the whole run, so that no primary context outlives the storm's own: once
+ * the last of them is freed, the driver tears the primary context down with
+ * everything it allocated for it (JIT and module caches, launch and graph
+ * bookkeeping). Reads: at the start (before any primary context exists),
+ * after each of two warm-up rounds (FC_STORM_WARMUP captures per thread,
+ * same threads, same churn) and after the storm. Each must be within 2 MiB
+ * (the granularity at which the driver's free memory moves) of the start.
+ * A leak of anything that holds a context would keep the whole primary
+ * context (hundreds of MiB); a leak per capture scales with the work.
  * FC_STORM_MEM_TOLERANCE_MIB replaces the 2 MiB.
  * Env: FC_STORM_THREADS (per device, 8), FC_STORM_CAPTURES (per thread,
  * 2000), FC_STORM_DEVICES (all, at most 2 by default), FC_STORM_CHURN (250),
@@ -427,12 +424,14 @@ int main(int argc, char **argv)
     fc_cuda_ctx *monitors[MAX_DEVICES] = {0};
     size_t free_start[MAX_DEVICES], free_warm1[MAX_DEVICES], free_warm[MAX_DEVICES], free_end[MAX_DEVICES];
     for (int d = 0; d < devices; d++) {
-        if (!(monitors[d] = fc_cuda_init_device(d))) {
+        if (!(monitors[d] = fc_cuda_init_device_isolated(d))) {
             printf("[FAIL] %s/storm: monitor context on device %d: %s\n", ct_prog, d, fc_last_error());
             return 1;
         }
     }
     int ok = free_memory(monitors, devices, free_start);
+    size_t handles_start = 0, contexts_start = 0, handles_end = 0, contexts_end = 0;
+    fc_live_objects(&handles_start, &contexts_start);
 
     counts warm = {0};
     double t0 = now_s();
@@ -446,6 +445,7 @@ int main(int argc, char **argv)
     ok = ok && run_round(devices, per_device, captures, churn, 0x5702e, &c);
     double t2 = now_s();
     ok = ok && free_memory(monitors, devices, free_end);
+    fc_live_objects(&handles_end, &contexts_end);
     if (!ok) {
         printf("[FAIL] %s/storm: could not run (threads or fc_ctx_mem_info): %s\n", ct_prog, fc_last_error());
         return 1;
@@ -455,17 +455,21 @@ int main(int argc, char **argv)
     char mem[2048] = "";
     int mem_ok = 1;
     for (int d = 0; d < devices; d++) {
-        double first_use = MIB((double)free_start[d] - (double)free_warm1[d]);
-        double again = MIB((double)free_warm1[d] - (double)free_warm[d]);
-        double kept = MIB((double)free_warm[d] - (double)free_end[d]);
-        double tolerance = first_use > (double)floor_mib ? first_use : (double)floor_mib;
-        mem_ok &= again <= (double)floor_mib && kept <= tolerance;
+        double first = MIB((double)free_start[d] - (double)free_warm1[d]);
+        double second = MIB((double)free_start[d] - (double)free_warm[d]);
+        double kept = MIB((double)free_start[d] - (double)free_end[d]);
+        mem_ok &= first <= (double)floor_mib && second <= (double)floor_mib && kept <= (double)floor_mib;
         size_t len = strlen(mem);
         snprintf(mem + len, sizeof mem - len,
-                 "%sdevice %d: warm-up 1 kept %+.1f MiB, warm-up 2 %+.1f MiB (<= %ld), storm %+.1f MiB (<= %.1f)",
-                 d ? "; " : "", d, first_use, again, floor_mib, kept, tolerance);
+                 "%sdevice %d: after warm-up 1 %+.1f MiB, warm-up 2 %+.1f MiB, storm %+.1f MiB (each <= %ld)",
+                 d ? "; " : "", d, first, second, kept, floor_mib);
     }
-    int pass = warm.failed == 0 && warm.wrong == 0 && c.failed == 0 && c.wrong == 0 && c.ok == total && mem_ok;
+    int objects_ok = handles_end == handles_start && contexts_end == contexts_start;
+    size_t len = strlen(mem);
+    snprintf(mem + len, sizeof mem - len, "; live handles %zu -> %zu, contexts %zu -> %zu", handles_start,
+             handles_end, contexts_start, contexts_end);
+    int pass = warm.failed == 0 && warm.wrong == 0 && c.failed == 0 && c.wrong == 0 && c.ok == total && mem_ok &&
+               objects_ok;
     for (int i = 0; i < g_note_count; i++) printf("  %s\n", g_notes[i]);
     if (g_notes_dropped) printf("  ... and %ld more\n", g_notes_dropped);
     printf("storm: %d device(s) x %d thread(s) x %ld captures = %ld: %ld ok, %ld failed (%ld invalidated), %ld wrong; "

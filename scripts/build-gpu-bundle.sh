@@ -47,9 +47,10 @@ done
 bash ctest/run.sh --build-only .bundle/ctest
 scripts/install.sh --no-build --prefix "$PWD/.bundle/prefix"
 FC_REQUIRE_INSTALL_TOOLS=1 bash ctest/install-check.sh --prefix .bundle/prefix --build-only .bundle/consumers
-# Debug info stays here; the carried copies are stripped (size limit).
-strip .bundle/bin/* .bundle/tests/* .bundle/lib/*.so .bundle/ctest/bin/* .bundle/ctest/lib/*.so \
-  .bundle/prefix/bin/fcgraph "$(readlink -f .bundle/prefix/lib/libfcgraph.so.0)" .bundle/consumers/bin/*
+# Debug info stays here; the carried copies are stripped (size limit). The
+# libraries keep their symbol tables, so backtraces there name functions.
+strip .bundle/bin/* .bundle/tests/* .bundle/ctest/bin/* .bundle/prefix/bin/fcgraph .bundle/consumers/bin/*
+strip --strip-debug .bundle/lib/*.so .bundle/ctest/lib/*.so "$(readlink -f .bundle/prefix/lib/libfcgraph.so.0)"
 strip --strip-debug .bundle/prefix/lib/libfcgraph.a
 git describe --always --dirty > .bundle/COMMIT 2>/dev/null || echo unknown > .bundle/COMMIT
 du -sh .bundle

@@ -34,6 +34,8 @@
 #   COEXIST_MAX_TRIES=64     max_tries of fc_graph_capture_ctx
 #   COEXIST_A_ARGS=""        extra arguments of foreign_cudart (--reps, --pause-us ...)
 #   COEXIST_B_ARGS=""        extra arguments of torch_coexist.py (--work-elems ...)
+#   COEXIST_WRAP=""          a command the clients run under, split on blanks, e.g.
+#                            "cuda-gdb -q -batch -ex run -ex bt --args"
 #   NVCC=nvcc  CC=gcc  PYTHON=python3  NVCC_ARCH=-arch=native
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
@@ -77,13 +79,13 @@ nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader 2> /dev/n
 
 # ---------------------------------------------------------------- build
 RPATH="$WORK:$LIBDIR"
-"$CC" -std=c99 -O2 -Wall -Wextra -ffp-contract=off -fPIC -shared -I"$ROOT/include" -o "$WORK/libfcside.so" \
+"$CC" -std=c99 -O2 -g -Wall -Wextra -ffp-contract=off -fPIC -shared -I"$ROOT/include" -o "$WORK/libfcside.so" \
     "$SRC/fc_side.c" -L"$LIBDIR" -lfcgraph -Wl,-rpath,"$LIBDIR" || die "building libfcside.so failed"
 "$CC" -std=c99 -O2 -Wall -Wextra -I"$ROOT/include" -o "$WORK/fc_side_selftest" "$SRC/fc_side_selftest.c" \
     -L"$WORK" -lfcside -L"$LIBDIR" -lfcgraph -Wl,-rpath,"$RPATH" || die "building fc_side_selftest failed"
 read -r -a ARCH <<< "${NVCC_ARCH:--arch=native}"
 build_a() { # extra nvcc flags...
-    "$NVCC" -O2 "$@" -I"$SRC" -o "$WORK/foreign_cudart" "$SRC/foreign_cudart.cu" \
+    "$NVCC" -O2 -g "$@" -I"$SRC" -o "$WORK/foreign_cudart" "$SRC/foreign_cudart.cu" \
         -L"$WORK" -lfcside -L"$LIBDIR" -lfcgraph -lpthread -Xlinker -rpath -Xlinker "$RPATH"
 }
 if ! build_a "${ARCH[@]}"; then
@@ -99,7 +101,8 @@ log "fc_side_selftest"
 
 log "client A: foreign_cudart"
 # shellcheck disable=SC2086 # extra arguments are split on purpose
-timeout 300 "$WORK/foreign_cudart" --device "$DEVICE" --iters "$ITERS_A" --max-tries "$MAX_TRIES" \
+read -r -a WRAP <<< "${COEXIST_WRAP:-}"
+timeout 300 ${WRAP[@]+"${WRAP[@]}"} "$WORK/foreign_cudart" --device "$DEVICE" --iters "$ITERS_A" --max-tries "$MAX_TRIES" \
     --max-seconds "$MAX_SECONDS" ${COEXIST_A_ARGS:-} 2>&1 | tee "$OUT/coexist-cudart.log"
 rc=${PIPESTATUS[0]}
 log "client A exit $rc"
@@ -107,7 +110,7 @@ log "client A exit $rc"
 
 log "client B: torch_coexist.py"
 # shellcheck disable=SC2086
-timeout 300 "$PYTHON" "$SRC/torch_coexist.py" --fcside "$WORK/libfcside.so" --fclib "$LIBDIR/libfcgraph.so" \
+timeout 300 ${WRAP[@]+"${WRAP[@]}"} "$PYTHON" "$SRC/torch_coexist.py" --fcside "$WORK/libfcside.so" --fclib "$LIBDIR/libfcgraph.so" \
     --device "$DEVICE" --iters "$ITERS_B" --max-tries "$MAX_TRIES" --max-seconds "$MAX_SECONDS" \
     ${COEXIST_B_ARGS:-} 2>&1 | tee "$OUT/coexist-torch.log"
 rc=${PIPESTATUS[0]}

@@ -185,3 +185,8 @@ mod tests {
         assert!(start.elapsed() < std::time::Duration::from_secs(5), "took {:?}", start.elapsed());
     }
 }
+
+/// Handles of this module's kinds alive now.
+pub(crate) fn live_handles() -> usize {
+    <Buckets as super::handles::Kind>::table().live()
+}

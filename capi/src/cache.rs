@@ -316,3 +316,8 @@ mod tests {
         fc_graph_cache_free(std::ptr::null_mut());
     }
 }
+
+/// Handles of this module's kinds alive now.
+pub(crate) fn live_handles() -> usize {
+    <CCache as super::handles::Kind>::table().live()
+}

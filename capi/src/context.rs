@@ -126,3 +126,8 @@ pub extern "C" fn fc_ctx_pdl_enabled(h: *const fc_cuda_ctx) -> c_int {
 pub extern "C" fn fc_device_supports_pdl(device: c_int) -> c_int {
     value(-1, || Ok(c_int::from(::fc_graph::launch::supports_pdl(&::fc_graph::Device::get(ordinal(device)?)?)?)))
 }
+
+/// Handles of this module's kinds alive now.
+pub(crate) fn live_handles() -> usize {
+    <Context as super::handles::Kind>::table().live()
+}

@@ -298,3 +298,8 @@ pub unsafe extern "C" fn fc_graph_debug_dot(g: *const fc_graph, path: *const c_c
         g.read(|g| g.debug_dot(&path))
     })
 }
+
+/// Handles of this module's kinds alive now.
+pub(crate) fn live_handles() -> usize {
+    <CGraph as super::handles::Kind>::table().live()
+}

@@ -101,6 +101,12 @@ impl<T> Table<T> {
         Table { segments: [const { OnceLock::new() }; SEGMENTS], free: Mutex::new((Vec::new(), 0)) }
     }
 
+    /// Handles of this kind alive now.
+    pub(crate) fn live(&self) -> usize {
+        let free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+        free.1 as usize - free.0.len()
+    }
+
     fn slot(&self, index: u32) -> Option<&Slot<T>> {
         let (seg, off) = (index as usize / SEGMENT, index as usize % SEGMENT);
         self.segments.get(seg)?.get().map(|s| &s[off])
@@ -248,6 +254,11 @@ mod tests {
 
     #[test]
     fn handles_round_trip_and_are_never_aligned_pointers() {
+        let before = B::table().live();
+        let hb = insert(B).unwrap();
+        assert_eq!(B::table().live(), before + 1);
+        remove::<B>(hb, "b").unwrap();
+        assert_eq!(B::table().live(), before);
         let h = insert(A(7)).unwrap();
         assert_eq!((h as usize) & 1, 1, "tags are odd");
         assert_eq!(get::<A>(h, "a").unwrap().0, 7);

@@ -81,6 +81,9 @@ unsafe extern "C" {
     pub fn fc_cuda_device_count() -> ::std::os::raw::c_int;
 }
 unsafe extern "C" {
+    pub fn fc_live_objects(handles: *mut usize, contexts: *mut usize) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
     pub fn fc_cuda_init_device(device: ::std::os::raw::c_int) -> *mut fc_cuda_ctx;
 }
 unsafe extern "C" {

@@ -42,6 +42,30 @@ pub extern "C" fn fc_clear_last_error() {
     last_error::clear();
 }
 
+/// `int fc_live_objects(size_t *handles, size_t *contexts)`
+///
+/// # Safety
+/// Each pointer is NULL or valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn fc_live_objects(handles: *mut usize, contexts: *mut usize) -> c_int {
+    use super::handles::Kind;
+    let live = super::context::live_handles()
+        + <::fc_graph::DeviceBuffer as Kind>::table().live()
+        + super::graph::live_handles()
+        + super::kernel::live_handles()
+        + super::cache::live_handles()
+        + super::buckets::live_handles();
+    // SAFETY: NULL or valid for one write, per the contract.
+    if let Some(out) = unsafe { handles.as_mut() } {
+        *out = live;
+    }
+    // SAFETY: as above.
+    if let Some(out) = unsafe { contexts.as_mut() } {
+        *out = ::fc_graph::Context::live_count();
+    }
+    0
+}
+
 /// `int fc_cuda_device_count(void)`
 #[no_mangle]
 pub extern "C" fn fc_cuda_device_count() -> c_int {

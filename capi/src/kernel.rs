@@ -188,3 +188,8 @@ pub unsafe extern "C" fn fc_kernel_launch_ex_ctx(
         unsafe { k.launch_raw_with(&c, cfg, args, opts) }
     })
 }
+
+/// Handles of this module's kinds alive now.
+pub(crate) fn live_handles() -> usize {
+    <Module as super::handles::Kind>::table().live() + <CKernel as super::handles::Kind>::table().live()
+}

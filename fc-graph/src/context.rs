@@ -121,6 +121,9 @@ impl std::fmt::Debug for Context {
     }
 }
 
+/// Contexts alive in the process (created and not yet torn down).
+static LIVE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// Locks a mutex, recovering the data if a panicking thread poisoned it.
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -190,6 +193,7 @@ impl Context {
             check("cuStreamCreate", unsafe { (d.cuStreamCreate)(&mut s, CU_STREAM_NON_BLOCKING) })?;
             Ok(s)
         })?;
+        LIVE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(Context {
             inner: Arc::new(ContextInner {
                 device,
@@ -205,6 +209,13 @@ impl Context {
                 pdl_switch: AtomicBool::new(true),
             }),
         })
+    }
+
+    /// How many contexts are alive in the process: created and not yet torn
+    /// down (a context lives while any clone, buffer, graph, module, kernel
+    /// or cache of it does). A diagnostic for leak checks.
+    pub fn live_count() -> usize {
+        LIVE.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The device ordinal.
@@ -377,6 +388,7 @@ impl Drop for ContextInner {
     /// context (buffers, graphs, modules, events) holds a `Context` clone,
     /// so it is gone before this runs.
     fn drop(&mut self) {
+        LIVE.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         let Ok(d) = driver() else { return };
         let raw = self.raw;
         let stream = self.stream;

@@ -286,7 +286,7 @@ impl<L> Graph<L> {
         let counts = self.piece_node_counts()?;
         let segments = self.pieces.iter().filter(|p| matches!(p, Piece::Segment(_))).count();
         let mut out = format!(
-            "// fc-graph: {} pieces ({segments} segments, {} breaks), {} nodes; one digraph per non-empty segment\n",
+            "// fc-graph: {} pieces ({segments} segments, {} breaks), {} nodes; one DOT graph per non-empty segment\n",
             self.pieces.len(),
             self.break_count(),
             counts.iter().sum::<usize>()

@@ -127,6 +127,11 @@ void fc_clear_last_error(void);
 /* Number of visible CUDA devices; 0 when there is no driver or no device
  * (then fc_last_error() says why). */
 int fc_cuda_device_count(void);
+/* Leak check: *handles receives the number of live handles of every kind
+ * (created and not freed), *contexts the number of contexts alive (a
+ * context lives while its handle or any buffer, graph, module, kernel or
+ * cache made from it does). Either pointer may be NULL. Returns FC_OK. */
+int fc_live_objects(size_t *handles, size_t *contexts);
 
 /* ---- contexts ------------------------------------------------------------
  * A context is a CUDA context of one device plus a non-blocking stream of
