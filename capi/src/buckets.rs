@@ -102,6 +102,11 @@ pub extern "C" fn fc_buckets_for(b: *const fc_buckets, n: usize) -> usize {
     })
 }
 
+/// Handles of this module's kinds alive now.
+pub(crate) fn live_handles() -> usize {
+    <Buckets as super::handles::Kind>::table().live()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,9 +189,4 @@ mod tests {
         assert!(last_msg().contains("larger than any array"), "{}", last_msg());
         assert!(start.elapsed() < std::time::Duration::from_secs(5), "took {:?}", start.elapsed());
     }
-}
-
-/// Handles of this module's kinds alive now.
-pub(crate) fn live_handles() -> usize {
-    <Buckets as super::handles::Kind>::table().live()
 }

@@ -247,6 +247,11 @@ pub unsafe extern "C" fn fc_graph_cache_debug_dot(h: *const fc_graph_cache, key:
     })
 }
 
+/// Handles of this module's kinds alive now.
+pub(crate) fn live_handles() -> usize {
+    <CCache as super::handles::Kind>::table().live()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -315,9 +320,4 @@ mod tests {
         assert_eq!(crate::last_error::code(), header::FC_ERR_INVALID_ARGUMENT as c_int);
         fc_graph_cache_free(std::ptr::null_mut());
     }
-}
-
-/// Handles of this module's kinds alive now.
-pub(crate) fn live_handles() -> usize {
-    <CCache as super::handles::Kind>::table().live()
 }
