@@ -1190,7 +1190,15 @@ static void threads_during_a_capture(fc_cuda_ctx *unused)
         a.job = T_END_FOREIGN;
         run_thread(&a);
         snprintf(name, sizeof name, "%s: capture survives other threads (replays 3.5)", mode);
-        EXPECT_TRUE(name, capture_still_works(why, sizeof why), "%s", why);
+        if (getenv("FC_UNDER_SANITIZER")) {
+            /* compute-sanitizer's instrumentation synchronises the device
+             * around the other thread's calls, which invalidates this
+             * capture; the rule is checked in the runs without it. */
+            printf("[note] %s: not checked under compute-sanitizer (its instrumentation synchronises the device)\n",
+                   name);
+        } else {
+            EXPECT_TRUE(name, capture_still_works(why, sizeof why), "%s", why);
+        }
         if (fc_graph_is_capturing_ctx(P0.ctx)) (void)fc_graph_abort_ctx(P0.ctx);
     }
 
