@@ -99,29 +99,81 @@ log "fc_side_selftest"
 "$WORK/fc_side_selftest" 2>&1 | tee "$OUT/coexist-selftest.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || { log "fc_side_selftest FAILED"; fails=$((fails + 1)); }
 
-log "client A: foreign_cudart"
-# shellcheck disable=SC2086 # extra arguments are split on purpose
-read -r -a WRAP <<< "${COEXIST_WRAP:-}"
-timeout 300 ${WRAP[@]+"${WRAP[@]}"} "$WORK/foreign_cudart" --device "$DEVICE" --iters "$ITERS_A" --max-tries "$MAX_TRIES" \
-    --max-seconds "$MAX_SECONDS" ${COEXIST_A_ARGS:-} 2>&1 | tee "$OUT/coexist-cudart.log"
-rc=${PIPESTATUS[0]}
-log "client A exit $rc"
-[ "$rc" -eq 0 ] || fails=$((fails + 1))
+# ---------------------------------------------------------------- driver check
+# The driver alone (ctest/coexist/driver_race.c, no fc-graph): one thread
+# captures on a primary context while another loops cuCtxSynchronize on it.
+# On driver 580 this crashes the process (SIGSEGV in cuCtxSynchronize) within
+# seconds; the eager control (no capture) must not. Reported, not counted:
+# a crash there is the driver's, and the primary-context rows below that die
+# the same way are marked as such.
+CUDA_INC=""
+for d in "${CUDA_HOME:-/nonexistent}/include" /usr/local/cuda/include "$(dirname "$NVCC")/../include"; do
+    [ -f "$d/cuda.h" ] && { CUDA_INC=$d; break; }
+done
+DRIVER_CRASHES=0
+if [ -n "$CUDA_INC" ] && "$CC" -O2 -D_POSIX_C_SOURCE=200809L -I"$CUDA_INC" -o "$WORK/driver_race" "$SRC/driver_race.c" \
+    -L"$CUDA_INC/../lib64/stubs" -lcuda -lpthread; then
+    : > "$OUT/driver-race.log"
+    for run in "eager -" "record thread_local" "record thread_local" "record thread_local" "record global" \
+        "record global" "record relaxed" "record relaxed"; do
+        read -r mode cmode <<< "$run"
+        [ "$cmode" = - ] && cmode=""
+        # shellcheck disable=SC2086 # an empty capture mode is no argument
+        timeout 60 "$WORK/driver_race" "$ROOT/kernels/elementwise.ptx" "$mode" "${RACE_SECONDS:-3}" $cmode \
+            >> "$OUT/driver-race.log" 2>&1
+        rc=$?
+        verdict="survived"
+        [ "$rc" -eq 139 ] && verdict="CRASHED (SIGSEGV)" && [ "$mode" = record ] && DRIVER_CRASHES=$((DRIVER_CRASHES + 1))
+        [ "$rc" -ne 0 ] && [ "$rc" -ne 139 ] && verdict="exit $rc"
+        log "driver alone: $mode ${cmode:-(no capture)} vs a cuCtxSynchronize loop: $verdict"
+        echo "RACE mode=$mode capture=${cmode:-none} rc=$rc" >> "$OUT/driver-race.log"
+        if [ "$mode" = eager ] && [ "$rc" -ne 0 ]; then
+            log "FAIL: the eager control must survive"
+            fails=$((fails + 1))
+        fi
+    done
+else
+    log "driver check skipped: no cuda.h or the build failed"
+fi
 
-log "client B: torch_coexist.py"
-# shellcheck disable=SC2086
-timeout 300 ${WRAP[@]+"${WRAP[@]}"} "$PYTHON" "$SRC/torch_coexist.py" --fcside "$WORK/libfcside.so" --fclib "$LIBDIR/libfcgraph.so" \
-    --device "$DEVICE" --iters "$ITERS_B" --max-tries "$MAX_TRIES" --max-seconds "$MAX_SECONDS" \
-    ${COEXIST_B_ARGS:-} 2>&1 | tee "$OUT/coexist-torch.log"
-rc=${PIPESTATUS[0]}
-log "client B exit $rc"
-[ "$rc" -eq 0 ] || fails=$((fails + 1))
+# ---------------------------------------------------------------- clients
+# One process per client and configuration, so that one crash loses one row.
+read -r -a WRAP <<< "${COEXIST_WRAP:-}"
+: > "$OUT/coexist-cudart.log"
+: > "$OUT/coexist-torch.log"
+: > "$OUT/coexist-crashes.log"
+for config in isolated primary-retry primary-plain; do
+    log "client A: foreign_cudart --config $config"
+    # shellcheck disable=SC2086 # extra arguments are split on purpose
+    timeout 300 ${WRAP[@]+"${WRAP[@]}"} "$WORK/foreign_cudart" --device "$DEVICE" --iters "$ITERS_A" \
+        --max-tries "$MAX_TRIES" --max-seconds "$MAX_SECONDS" --config "$config" ${COEXIST_A_ARGS:-} 2>&1 |
+        tee -a "$OUT/coexist-cudart.log"
+    rc=${PIPESTATUS[0]}
+    log "client A $config exit $rc"
+    [ "$rc" -eq 139 ] && echo "cudart $config" >> "$OUT/coexist-crashes.log"
+
+    log "client B: torch_coexist.py --config $config"
+    # shellcheck disable=SC2086
+    timeout 300 ${WRAP[@]+"${WRAP[@]}"} "$PYTHON" "$SRC/torch_coexist.py" --fcside "$WORK/libfcside.so" \
+        --fclib "$LIBDIR/libfcgraph.so" --device "$DEVICE" --iters "$ITERS_B" --max-tries "$MAX_TRIES" \
+        --max-seconds "$MAX_SECONDS" --config "$config" ${COEXIST_B_ARGS:-} 2>&1 | tee -a "$OUT/coexist-torch.log"
+    rc=${PIPESTATUS[0]}
+    log "client B $config exit $rc"
+    [ "$rc" -eq 139 ] && echo "torch $config" >> "$OUT/coexist-crashes.log"
+done
+export DRIVER_CRASHES
 
 # ---------------------------------------------------------------- table
-if ! "$PYTHON" - "$OUT/coexist-cudart.log" "$OUT/coexist-torch.log" "$OUT/coexistence.md" << 'EOF'
-import shlex, sys
+if ! "$PYTHON" - "$OUT/coexist-crashes.log" "$OUT/coexist-cudart.log" "$OUT/coexist-torch.log" "$OUT/coexistence.md" << 'EOF'
+import os, shlex, sys
 
-*logs, out = sys.argv[1:]
+crashes_path, *logs, out = sys.argv[1:]
+crashed = set()
+try:
+    crashed = {tuple(l.split()) for l in open(crashes_path) if l.strip()}
+except OSError:
+    pass
+driver_crashes = int(os.environ.get("DRIVER_CRASHES", "0"))
 rows = {}
 for path in logs:
     try:
@@ -145,9 +197,16 @@ missing = 0
 for client, name in (("cudart", "CUDA runtime (client A)"), ("torch", "PyTorch (client B)")):
     for config in ("primary-plain", "primary-retry", "isolated"):
         kv = rows.get((client, config))
+        if kv is None and (client, config) in crashed and config != "isolated" and driver_crashes:
+            # The process died in the driver the way driver_race.c dies
+            # without fc-graph: the driver's crash, reported, not counted.
+            out_lines.append(f"| {name} | {config} | DRIVER CRASH (SIGSEGV; reproduced without fc-graph) "
+                             "| | | | | | | | | | | |")
+            continue
         if kv is None:
             missing += 1
-            out_lines.append(f"| {name} | {config} | MISSING | | | | | | | | | | | |")
+            why = "CRASHED" if (client, config) in crashed else "MISSING"
+            out_lines.append(f"| {name} | {config} | {why} | | | | | | | | | | | |")
             continue
         out_lines.append(
             f"| {name} | {config} | {g(kv, 'verdict')} | {g(kv, 'fc_ok')} / {g(kv, 'fc_iters')} "

@@ -1,7 +1,7 @@
 /* driver_race.c - the coexistence crash without fc-graph: the CUDA driver
  * API alone, two threads on one device's primary context.
  *
- *   driver_race PTX MODE SECONDS
+ *   driver_race PTX MODE SECONDS [CAPTURE_MODE]
  *
  * Thread 1 loops, on a non-blocking stream of the primary context, by MODE:
  *   capture   begin a THREAD_LOCAL capture, 26 kernels, end, instantiate,
@@ -9,6 +9,7 @@
  *             engine's capture loop does);
  *   record    begin, 26 kernels, end, destroy the graph (no instantiate);
  *   eager     26 kernels and a stream synchronise (no capture at all).
+ * CAPTURE_MODE is thread_local (default), global or relaxed.
  * Thread 2 loops cuCtxSynchronize on the same primary context (what
  * cudaDeviceSynchronize and torch.cuda.synchronize() do), counting its
  * results. Prints one line: MODE, iterations of each thread, how many
@@ -58,10 +59,14 @@ static void *syncer(void *arg)
 
 int main(int argc, char **argv)
 {
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s PTX capture|record|eager SECONDS\n", argv[0]);
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: %s PTX capture|record|eager SECONDS [thread_local|global|relaxed]\n", argv[0]);
         return 2;
     }
+    const char *cmode = argc == 5 ? argv[4] : "thread_local";
+    CUstreamCaptureMode capture_mode = !strcmp(cmode, "global")    ? CU_STREAM_CAPTURE_MODE_GLOBAL
+                                       : !strcmp(cmode, "relaxed") ? CU_STREAM_CAPTURE_MODE_RELAXED
+                                                                   : CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
     const char *mode = argv[2];
     double seconds = atof(argv[3]);
     FILE *f = fopen(argv[1], "rb");
@@ -95,11 +100,11 @@ int main(int argc, char **argv)
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     long iters = 0, invalidated = 0;
+    int capture = strcmp(mode, "eager") != 0;
     for (;;) {
         clock_gettime(CLOCK_MONOTONIC, &t);
         if ((double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec) > seconds) break;
-        int capture = strcmp(mode, "eager") != 0;
-        if (capture) CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+        if (capture) CK(cuStreamBeginCapture(s, capture_mode));
         CUresult r = CUDA_SUCCESS;
         for (int i = 0; i < K && r == CUDA_SUCCESS; i++)
             r = cuLaunchKernel(i % 2 ? mul : add, N / 256, 1, 1, 256, 1, 1, 0, s, i % 2 ? pm : pa, NULL);
@@ -129,7 +134,8 @@ int main(int argc, char **argv)
     }
     g_stop = 1;
     pthread_join(th, NULL);
-    printf("driver_race %s: %.0f s, %ld iterations (%ld captures invalidated), %ld foreign syncs (%ld refused: 900)\n",
-           mode, seconds, iters, invalidated, g_syncs, g_refused);
+    printf("driver_race %s %s: %.0f s, %ld iterations (%ld captures invalidated), %ld foreign syncs (%ld refused: "
+           "900)\n",
+           mode, capture ? cmode : "-", seconds, iters, invalidated, g_syncs, g_refused);
     return 0;
 }

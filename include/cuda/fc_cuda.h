@@ -155,6 +155,13 @@ int fc_live_objects(size_t *handles, size_t *contexts);
  *     current, so other libraries on the thread are not affected).
  *   Use isolated contexts when the engine shares the GPU with other CUDA
  *   users in the same process and does not exchange memory with them.
+ *   Known driver bug (seen with driver 580.159.04 on H200): when one thread
+ *   synchronises a whole context (cuCtxSynchronize, cudaDeviceSynchronize,
+ *   torch.cuda.synchronize()) while another thread's stream of the SAME
+ *   context is capturing, the driver can crash the process (SIGSEGV inside
+ *   cuCtxSynchronize); ctest/coexist/driver_race.c reproduces it without
+ *   fc-graph. No library can prevent that on a shared primary context; an
+ *   isolated context is not affected (docs/coexistence.md has the counts).
  *
  * Both return NULL with the reason when the device does not exist or
  * there is no driver. A primary context is left current on threads that
