@@ -166,6 +166,7 @@ pub fn step_label(step: &str) -> &'static str {
         "capture_launch_sync_destroy" => "capture + instantiate + launch + sync + destroy",
         "graph_launch" => "graph launch (host side)",
         "handle_check" => "C ABI handle check: fc_buffer_size vs DeviceBuffer::size, per call",
+        "handle_check_2threads" => "the same, two threads on one handle at once, per call and thread",
         "c_graph_launch" => "graph launch through the C ABI (fc_graph_launch) vs bare",
         _ => "",
     }
@@ -511,6 +512,29 @@ fn c_abi_rows(cfg: &StepsConfig, out: &mut dyn FnMut(StepOutput)) -> Result<()> 
         }
         emit(out, "handle_check", Variant::Fc, 1, &mut fc);
         emit(out, "handle_check", Variant::Bare, 1, &mut bare);
+        // The same with two threads on the same handle at once (an engine's
+        // decode and connection threads on one context): per call, per thread.
+        let (mut fc2, mut bare2) = (Vec::new(), Vec::new());
+        let h = bufs[0] as usize;
+        for _ in 0..cfg.single_call_samples.max(100) / 10 {
+            let per_call = |f: fn(usize, &DeviceBuffer) -> usize| {
+                let t0 = Instant::now();
+                std::thread::scope(|s| {
+                    for _ in 0..2 {
+                        s.spawn(|| {
+                            for _ in 0..BATCH * 10 {
+                                std::hint::black_box(f(std::hint::black_box(h), &rust_buf));
+                            }
+                        });
+                    }
+                });
+                us_since(t0, Instant::now()) / (BATCH * 10) as f64
+            };
+            fc2.push(per_call(|h, _| c::fc_buffer_size(h as *const c::fc_buffer)));
+            bare2.push(per_call(|_, b| b.size()));
+        }
+        emit(out, "handle_check_2threads", Variant::Fc, 1, &mut fc2);
+        emit(out, "handle_check_2threads", Variant::Bare, 1, &mut bare2);
 
         let d = fc_graph::driver()?;
         let stream = c::fc_ctx_stream(cctx) as CUstream;

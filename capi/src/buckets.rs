@@ -12,7 +12,7 @@ pub(crate) struct Buckets(Vec<usize>);
 
 handle_kind!(Buckets => fc_buckets, "fc_buckets");
 
-fn buckets(b: *const fc_buckets) -> Result<std::sync::Arc<Buckets>> {
+fn buckets(b: *const fc_buckets) -> Result<super::handles::Live<Buckets>> {
     handles::get::<Buckets>(b, "buckets")
 }
 

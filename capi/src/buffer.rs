@@ -1,20 +1,19 @@
 //! Buffer and built-in kernel exports.
 
 use std::os::raw::{c_int, c_void};
-use std::sync::Arc;
 
 use ::fc_graph::builtins::BinaryOp;
 use ::fc_graph::{DeviceBuffer, Error, Result};
 
 use super::context::ctx;
-use super::handles::{self, handle_kind};
+use super::handles::{self, handle_kind, Live};
 use super::header::{fc_buffer, fc_cuda_ctx};
 use super::{handle_or_null, release, status, value};
 
 handle_kind!(DeviceBuffer => fc_buffer, "fc_buffer");
 
 /// The buffer behind `buf`, named `what` in messages.
-pub(crate) fn buffer(buf: *const fc_buffer, what: &str) -> Result<Arc<DeviceBuffer>> {
+pub(crate) fn buffer(buf: *const fc_buffer, what: &str) -> Result<Live<DeviceBuffer>> {
     handles::get::<DeviceBuffer>(buf, what)
 }
 

@@ -2,7 +2,6 @@
 //! (`fc_graph::GraphCache` over captures held by the context).
 
 use std::os::raw::{c_char, c_int, c_void};
-use std::sync::Arc;
 use std::time::Duration;
 
 use ::fc_graph::cache::{CacheConfig, CacheStats, GraphCache, Outcome};
@@ -25,7 +24,7 @@ pub(crate) struct CCache {
 
 handle_kind!(CCache => fc_graph_cache, "fc_graph_cache");
 
-fn cache(h: *const fc_graph_cache) -> Result<Arc<CCache>> {
+fn cache(h: *const fc_graph_cache) -> Result<super::handles::Live<CCache>> {
     handles::get::<CCache>(h, "cache")
 }
 

@@ -1,18 +1,17 @@
 //! Context exports.
 
 use std::os::raw::{c_int, c_void};
-use std::sync::Arc;
 
 use ::fc_graph::{Context, ContextKind, Error, Result};
 
-use super::handles::{self, handle_kind};
+use super::handles::{self, handle_kind, Live};
 use super::header::fc_cuda_ctx;
 use super::{handle_or_null, release, status, value};
 
 handle_kind!(Context => fc_cuda_ctx, "fc_cuda_ctx");
 
 /// The context behind `ctx`.
-pub(crate) fn ctx(h: *const fc_cuda_ctx) -> Result<Arc<Context>> {
+pub(crate) fn ctx(h: *const fc_cuda_ctx) -> Result<Live<Context>> {
     handles::get::<Context>(h, "ctx")
 }
 

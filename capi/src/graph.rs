@@ -4,13 +4,13 @@ use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_void};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock, TryLockError};
+use std::sync::{RwLock, TryLockError};
 
 use ::fc_graph::graph::Graph;
 use ::fc_graph::{CaptureMode, Context, Error, LivePtr, Result};
 
 use super::context::ctx;
-use super::handles::{self, handle_kind};
+use super::handles::{self, handle_kind, Live};
 use super::header::{self, fc_break_fn, fc_cuda_ctx, fc_graph, fc_record_fn};
 use super::{handle_or_null, release, status, value};
 
@@ -48,7 +48,7 @@ impl CGraph {
     }
 }
 
-fn graph(g: *const fc_graph) -> Result<Arc<CGraph>> {
+fn graph(g: *const fc_graph) -> Result<Live<CGraph>> {
     handles::get::<CGraph>(g, "graph")
 }
 

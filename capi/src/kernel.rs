@@ -23,7 +23,7 @@ pub(crate) struct CKernel {
     pdl: AtomicBool,
 }
 
-fn kernel(k: *const fc_kernel) -> Result<std::sync::Arc<CKernel>> {
+fn kernel(k: *const fc_kernel) -> Result<super::handles::Live<CKernel>> {
     handles::get::<CKernel>(k, "kernel")
 }
 

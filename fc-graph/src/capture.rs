@@ -46,7 +46,7 @@ impl<L> Recording<L> {
         let mut state = lock(&ctx.inner.capture_state);
         state.check_can_begin()?;
         begin_segment(ctx, mode)?;
-        state.begin(ThreadTag::current())?;
+        state.begin(ThreadTag::current_tid())?;
         Ok(Recording { mode, pieces: Vec::new(), segment_open: true, failed: None, run_breaks: true })
     }
 

@@ -17,11 +17,37 @@ pub struct ThreadTag {
     pub name: String,
 }
 
+thread_local! {
+    /// The calling thread's kernel thread id, once asked for (0: not yet).
+    /// No destructor: readable while the thread exits.
+    static TID: std::cell::Cell<i64> = const { std::cell::Cell::new(0) };
+}
+
+fn gettid() -> i64 {
+    // SAFETY: gettid has no preconditions.
+    i64::from(unsafe { libc::gettid() })
+}
+
 impl ThreadTag {
-    /// The calling thread's kernel thread id (cheaper than [`current`](Self::current)).
+    /// The calling thread's kernel thread id: one system call on a thread's
+    /// first capture, a thread-local read after.
     pub fn current_tid() -> i64 {
-        // SAFETY: gettid has no preconditions.
-        i64::from(unsafe { libc::gettid() })
+        TID.try_with(|t| {
+            if t.get() == 0 {
+                t.set(gettid());
+            }
+            t.get()
+        })
+        .unwrap_or_else(|_| gettid())
+    }
+
+    /// The thread `tid` of this process, named as the kernel knows it now
+    /// (`/proc/self/task/<tid>/comm`; empty when it has exited).
+    pub fn of(tid: i64) -> ThreadTag {
+        let name = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
+            .map(|n| n.trim_end().to_string())
+            .unwrap_or_default();
+        ThreadTag { tid, name }
     }
 
     /// The calling thread.
@@ -53,8 +79,8 @@ impl std::fmt::Display for ThreadTag {
 /// What a context is doing, capture-wise.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct CaptureState {
-    /// The thread that opened the current capture, if one is open.
-    capturing: Option<ThreadTag>,
+    /// The thread (kernel id) that opened the current capture, if one is open.
+    capturing: Option<i64>,
     /// A break function of this context is running (at capture or replay).
     in_break: bool,
     /// The first driver failure while the open capture recorded.
@@ -64,8 +90,11 @@ pub struct CaptureState {
 impl CaptureState {
     /// Whether a capture may be opened now (none open, no break running).
     pub fn check_can_begin(&self) -> Result<()> {
-        if let Some(owner) = &self.capturing {
-            return Err(Error::capture_state(format!("a capture is already open on this context (opened by {owner})")));
+        if let Some(owner) = self.capturing {
+            return Err(Error::capture_state(format!(
+                "a capture is already open on this context (opened by {})",
+                ThreadTag::of(owner)
+            )));
         }
         if self.in_break {
             return Err(Error::capture_state("cannot begin a capture inside a break function"));
@@ -73,11 +102,11 @@ impl CaptureState {
         Ok(())
     }
 
-    /// Opens a capture for `thread`; refused while one is open or while a
-    /// break function runs.
-    pub fn begin(&mut self, thread: ThreadTag) -> Result<()> {
+    /// Opens a capture for the thread `tid` ([`ThreadTag::current_tid`]);
+    /// refused while one is open or while a break function runs.
+    pub fn begin(&mut self, tid: i64) -> Result<()> {
         self.check_can_begin()?;
-        self.capturing = Some(thread);
+        self.capturing = Some(tid);
         self.first_failure = None;
         Ok(())
     }
@@ -90,11 +119,12 @@ impl CaptureState {
     /// capturing, so the call is refused before it reaches the driver and
     /// the capture stays open, intact.
     pub fn check_owner(&self, tid: i64, what: &str) -> Result<()> {
-        match &self.capturing {
-            Some(owner) if owner.tid != tid => Err(Error::capture_state(format!(
+        match self.capturing {
+            Some(owner) if owner != tid => Err(Error::capture_state(format!(
                 "cannot {what} this capture on thread {tid}: it was opened in THREAD_LOCAL or GLOBAL mode by \
-                 {owner}, and the driver ends such a capture only on the thread that began it (open it in \
-                 RELAXED mode to end it on another thread); the capture stays open"
+                 {}, and the driver ends such a capture only on the thread that began it (open it in \
+                 RELAXED mode to end it on another thread); the capture stays open",
+                ThreadTag::of(owner)
             ))),
             _ => Ok(()),
         }
@@ -167,8 +197,8 @@ impl CaptureState {
 mod tests {
     use super::*;
 
-    fn me() -> ThreadTag {
-        ThreadTag::current()
+    fn me() -> i64 {
+        ThreadTag::current_tid()
     }
 
     #[test]
@@ -273,6 +303,21 @@ mod tests {
             "{e}"
         );
         assert!(s.is_open(), "a refused end leaves the capture open");
+    }
+
+    #[test]
+    fn thread_ids_are_cached_and_names_read_by_id() {
+        let (a, b) = std::thread::Builder::new()
+            .name("fc-tid".into())
+            .spawn(|| (ThreadTag::current_tid(), ThreadTag::current_tid()))
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(a, b);
+        assert_ne!(a, ThreadTag::current_tid());
+        let here = ThreadTag::of(ThreadTag::current_tid());
+        assert_eq!(here, ThreadTag::current());
+        assert_eq!(ThreadTag::of(a).name, "", "an exited thread has no name");
     }
 
     #[test]
