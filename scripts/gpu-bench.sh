@@ -59,6 +59,11 @@ fi
 cpu=$(grep -m1 'model name' /proc/cpuinfo 2> /dev/null | cut -d: -f2 | sed 's/^ *//' || true)
 machine="$machine; ${cpu:-unknown CPU}, $(nproc 2> /dev/null || echo '?') cores; $(uname -sr)"
 commit=${FC_COMMIT:-}
+# The bundle's commit first: the GPU machine's copy of the tree may carry
+# another checkout's git metadata.
+if [ -z "$commit" ] && [ -f "$ROOT/.bundle/COMMIT" ]; then
+    commit="$(cat "$ROOT/.bundle/COMMIT") (the bundle's)"
+fi
 if [ -z "$commit" ] && git rev-parse --is-inside-work-tree > /dev/null 2>&1; then
     commit=$(git rev-parse --short HEAD 2> /dev/null || true)
     if [ -n "$commit" ] && [ -n "$(git status --porcelain 2> /dev/null | head -n1)" ]; then

@@ -161,9 +161,12 @@ impl Context {
     /// invalidate this context's captures. The price: its buffers and
     /// modules belong to it alone (other contexts' kernels cannot use them,
     /// and it cannot use theirs: such mixes are refused with
-    /// [`Error::WrongContext`]), the device holds a second context (some
-    /// hundreds of MiB), and each call pushes and pops the context on the
-    /// calling thread. It is never left current on a thread.
+    /// [`Error::WrongContext`]), the device holds a second context (about
+    /// 530 MiB on an H200), each call pushes and pops the context on the
+    /// calling thread (it is never left current on a thread), and while it
+    /// and another context both have work in flight the GPU time-slices
+    /// them (two busy contexts replayed at 0.16x the rate of one on an
+    /// H200). See `docs/coexistence.md`.
     pub fn isolated(ordinal: usize) -> Result<Context> {
         let device = Device::get(ordinal)?;
         let d = driver()?;
