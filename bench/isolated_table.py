@@ -12,7 +12,11 @@ bench/report.py can add it to the report with
 """
 
 import json
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from numfmt import fmt_num as fmt  # noqa: E402
 
 METRICS = [
     ("graph_launch_sync", "graph launch + sync"),
@@ -50,17 +54,6 @@ def load(path):
     return rows, None
 
 
-def fmt(v):
-    if not isinstance(v, (int, float)) or isinstance(v, bool):
-        return "—"
-    a = abs(v)
-    if a >= 1000:
-        return f"{v:,.0f}"
-    if a >= 100:
-        return f"{v:.1f}"
-    if a >= 10:
-        return f"{v:.2f}"
-    return f"{v:.3f}"
 
 
 def timing(obj):

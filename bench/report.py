@@ -20,6 +20,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from interop_table import interop_tables  # noqa: E402
+from numfmt import fmt_num  # noqa: E402
 from isolated_table import isolated_table  # noqa: E402
 
 # fc-bench --steps: the C ABI's handle check must cost less than this
@@ -233,17 +234,6 @@ def value(obj):
     return None
 
 
-def fmt_num(v):
-    if v is None:
-        return "—"
-    a = abs(v)
-    if a >= 1000:
-        return f"{v:,.0f}"
-    if a >= 100:
-        return f"{v:.1f}"
-    if a >= 10:
-        return f"{v:.2f}"
-    return f"{v:.3f}"
 
 
 def num(obj, key):

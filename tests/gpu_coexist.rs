@@ -19,7 +19,7 @@ use std::thread;
 
 use cuda_sys::*;
 use fc_graph::{CaptureMode, Context, ContextKind, DeviceBuffer, Error, LivePtr, Module, Origin};
-use fc_graph_tests::{assert_exact, download, ensure, fail, run_gpu_tests, upload, GpuTest, Rng};
+use fc_graph_tests::{assert_exact, chain_cpu, download, ensure, fail, run_gpu_tests, upload, GpuTest, Rng};
 use libtest_mimic::Failed;
 
 type TestResult = Result<(), Failed>;
@@ -52,23 +52,9 @@ fn serial() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// `pairs` x (z = x + y; x = z * y) on `ctx`.
+/// The seed's layer body on N floats (see `fc_graph_tests::chain_n`).
 fn chain(ctx: &Context, x: &DeviceBuffer, y: &DeviceBuffer, z: &DeviceBuffer, pairs: usize) -> fc_graph::Result<()> {
-    for _ in 0..pairs {
-        ctx.add(x, y, z, N)?;
-        ctx.mul(z, y, x, N)?;
-    }
-    Ok(())
-}
-
-/// The same chain on the CPU, one IEEE operation per element per step.
-fn chain_cpu(x: &mut [f32], y: &[f32], pairs: usize) {
-    for _ in 0..pairs {
-        for i in 0..x.len() {
-            let z = x[i] + y[i];
-            x[i] = z * y[i];
-        }
-    }
+    fc_graph_tests::chain_n(ctx, x, y, z, N, pairs)
 }
 
 /// Inputs that stay finite over the chain: x in [-1, 1), y in [0.5, 1).

@@ -8,7 +8,7 @@ use std::thread;
 
 use cuda_sys::*;
 use fc_graph::{CaptureMode, Context, Device, DeviceBuffer, Error, Event, Module, Origin};
-use fc_graph_tests::{assert_exact, download, ensure, fail, run_gpu_tests, upload, GpuTest, Rng};
+use fc_graph_tests::{assert_exact, chain_cpu, download, ensure, fail, run_gpu_tests, upload, GpuTest, Rng};
 use libtest_mimic::Failed;
 
 type TestResult = Result<(), Failed>;
@@ -40,23 +40,9 @@ fn main() {
 
 const N: usize = 4096;
 
-/// The seed's layer body: 13 x (z = x + y; x = z * y).
+/// The seed's layer body on N floats (see `fc_graph_tests::chain_n`).
 fn chain(ctx: &Context, x: &DeviceBuffer, y: &DeviceBuffer, z: &DeviceBuffer, pairs: usize) -> fc_graph::Result<()> {
-    for _ in 0..pairs {
-        ctx.add(x, y, z, N)?;
-        ctx.mul(z, y, x, N)?;
-    }
-    Ok(())
-}
-
-/// The same chain on the CPU, one IEEE operation per element per step.
-fn chain_cpu(x: &mut [f32], y: &[f32], pairs: usize) {
-    for _ in 0..pairs {
-        for i in 0..x.len() {
-            let z = x[i] + y[i];
-            x[i] = z * y[i];
-        }
-    }
+    fc_graph_tests::chain_n(ctx, x, y, z, N, pairs)
 }
 
 fn device_info() -> TestResult {

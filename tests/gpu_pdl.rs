@@ -13,7 +13,7 @@ use fc_graph::{
     supports_pdl, CaptureMode, Context, DeviceBuffer, Kernel, KernelArg, LaunchConfig, LaunchOptions, Module,
 };
 use fc_graph_tests::{
-    assert_exact, download, ensure, fail, run_gpu_tests, upload, GpuTest, Rng, PDL_TEST_PTX, TEST_PTX,
+    assert_exact, chain_cpu, download, ensure, fail, run_gpu_tests, upload, GpuTest, Rng, PDL_TEST_PTX, TEST_PTX,
 };
 use libtest_mimic::Failed;
 
@@ -62,23 +62,9 @@ fn pdl_available(ctx: &Context, test: &str) -> Result<bool, Failed> {
     Ok(supported && env_allows)
 }
 
-/// The test's chain: `pairs` x (z = x + y; x = z * y), built-ins only.
+/// The seed's layer body on N floats (see `fc_graph_tests::chain_n`).
 fn chain(ctx: &Context, x: &DeviceBuffer, y: &DeviceBuffer, z: &DeviceBuffer, pairs: usize) -> fc_graph::Result<()> {
-    for _ in 0..pairs {
-        ctx.add(x, y, z, N)?;
-        ctx.mul(z, y, x, N)?;
-    }
-    Ok(())
-}
-
-/// The same on the CPU, one IEEE operation per element per step.
-fn chain_cpu(x: &mut [f32], y: &[f32], pairs: usize) {
-    for _ in 0..pairs {
-        for i in 0..x.len() {
-            let z = x[i] + y[i];
-            x[i] = z * y[i];
-        }
-    }
+    fc_graph_tests::chain_n(ctx, x, y, z, N, pairs)
 }
 
 /// Inputs whose chain results depend on every step: where y is 1, each

@@ -80,6 +80,33 @@ impl Rng {
     }
 }
 
+/// The seed test's layer body on `ctx`: `pairs` x (z = x + y; x = z * y)
+/// over the first `n` floats.
+pub fn chain_n(
+    ctx: &Context,
+    x: &DeviceBuffer,
+    y: &DeviceBuffer,
+    z: &DeviceBuffer,
+    n: usize,
+    pairs: usize,
+) -> Result<()> {
+    for _ in 0..pairs {
+        ctx.add(x, y, z, n)?;
+        ctx.mul(z, y, x, n)?;
+    }
+    Ok(())
+}
+
+/// The same chain on the CPU, one IEEE operation per element per step.
+pub fn chain_cpu(x: &mut [f32], y: &[f32], pairs: usize) {
+    for _ in 0..pairs {
+        for i in 0..x.len() {
+            let z = x[i] + y[i];
+            x[i] = z * y[i];
+        }
+    }
+}
+
 /// Allocates a buffer holding `data`.
 pub fn upload(ctx: &Context, data: &[f32]) -> Result<DeviceBuffer> {
     let b = ctx.alloc(std::mem::size_of_val(data))?;
