@@ -307,17 +307,23 @@ mod tests {
 
     #[test]
     fn thread_ids_are_cached_and_names_read_by_id() {
-        let (a, b) = std::thread::Builder::new()
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::Builder::new()
             .name("fc-tid".into())
-            .spawn(|| (ThreadTag::current_tid(), ThreadTag::current_tid()))
-            .unwrap()
-            .join()
+            .spawn(move || {
+                let (a, b) = (ThreadTag::current_tid(), ThreadTag::current_tid());
+                tid_tx.send((a, b)).unwrap();
+                done_rx.recv().unwrap();
+            })
             .unwrap();
-        assert_eq!(a, b);
+        let (a, b) = tid_rx.recv().unwrap();
+        assert_eq!(a, b, "cached");
         assert_ne!(a, ThreadTag::current_tid());
-        let here = ThreadTag::of(ThreadTag::current_tid());
-        assert_eq!(here, ThreadTag::current());
-        assert_eq!(ThreadTag::of(a).name, "", "an exited thread has no name");
+        assert_eq!(ThreadTag::of(a).name, "fc-tid", "another live thread, named by its id");
+        done_tx.send(()).unwrap();
+        t.join().unwrap();
+        assert_eq!(ThreadTag::of(ThreadTag::current_tid()), ThreadTag::current());
     }
 
     #[test]
