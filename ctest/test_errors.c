@@ -8,6 +8,7 @@
  * against '|'-separated keywords.
  */
 #include "check.h"
+#include "expect.h"
 #include "user_ptx.h"
 
 #include <ctype.h>
@@ -24,29 +25,6 @@ static void poison_error(int expected)
         (void)fc_graph_abort_ctx(g_spare); /* FC_ERR_CAPTURE_STATE: none open */
 }
 
-/* Case-insensitive: does msg contain one of the '|'-separated keywords? */
-static int contains_any(const char *msg, const char *keywords)
-{
-    char low[2048];
-    size_t i;
-    for (i = 0; msg[i] && i + 1 < sizeof low; i++) low[i] = (char)tolower((unsigned char)msg[i]);
-    low[i] = 0;
-    const char *k = keywords;
-    while (*k) {
-        char kw[128];
-        size_t j = 0;
-        while (k[j] && k[j] != '|' && j + 1 < sizeof kw) {
-            kw[j] = (char)tolower((unsigned char)k[j]);
-            j++;
-        }
-        kw[j] = 0;
-        if (j > 0 && strstr(low, kw)) return 1;
-        k += j;
-        if (*k == '|') k++;
-    }
-    return 0;
-}
-
 /* Checks the recorded error: code, and a non-empty message with a keyword. */
 #define CHECK_LAST_ERROR(what, code, keywords)                                                 \
     do {                                                                                       \
@@ -55,7 +33,7 @@ static int contains_any(const char *msg, const char *keywords)
         CHECK_MSG(ct_code_ == (code), "%s: fc_last_error_code() = %d, expected %s (%d)", what, \
                   ct_code_, #code, (int)(code));                                               \
         CHECK_MSG(ct_msg_ && ct_msg_[0], "%s: empty error message", what);                     \
-        CHECK_MSG(contains_any(ct_msg_, keywords), "%s: message \"%s\" mentions none of \"%s\"", \
+        CHECK_MSG(ct_contains_any(ct_msg_, keywords), "%s: message \"%s\" mentions none of \"%s\"", \
                   what, ct_msg_, keywords);                                                    \
     } while (0)
 
@@ -114,14 +92,14 @@ static void bad_device(fc_cuda_ctx *ctx)
     CHECK_MSG(c == NULL, "fc_cuda_init_device(-1) returned a context");
     CHECK_MSG(fc_last_error_code() != FC_OK && fc_last_error_code() != FC_ERR_CAPTURE_STATE,
               "fc_cuda_init_device(-1): code %d", fc_last_error_code());
-    CHECK_MSG(contains_any(fc_last_error(), "-1|device|negative"), "message \"%s\"", fc_last_error());
+    CHECK_MSG(ct_contains_any(fc_last_error(), "-1|device|negative"), "message \"%s\"", fc_last_error());
 
     poison_error(FC_ERR_INVALID_ARGUMENT);
     c = fc_cuda_init_device(9999);
     CHECK_MSG(c == NULL, "fc_cuda_init_device(9999) returned a context");
     CHECK_MSG(fc_last_error_code() != FC_OK && fc_last_error_code() != FC_ERR_CAPTURE_STATE,
               "fc_cuda_init_device(9999): code %d", fc_last_error_code());
-    CHECK_MSG(contains_any(fc_last_error(), "9999|device|ordinal"), "message \"%s\"", fc_last_error());
+    CHECK_MSG(ct_contains_any(fc_last_error(), "9999|device|ordinal"), "message \"%s\"", fc_last_error());
 done:
     if (c) fc_cuda_ctx_free(c);
 }
