@@ -17,14 +17,21 @@ pub(crate) fn buffer(buf: *const fc_buffer, what: &str) -> Result<Live<DeviceBuf
     handles::get::<DeviceBuffer>(buf, what)
 }
 
-/// Refuses a copy of more bytes than the buffer holds before a slice of
-/// the caller's memory is formed (a length past isize::MAX, SIZE_MAX say,
-/// may not even be made into a slice).
-fn fits(b: &DeviceBuffer, bytes: usize, what: &str) -> Result<()> {
+/// Checks a host copy of `bytes` bytes (`what`, through the host pointer
+/// named `host`, null or not) before any slice is formed: `Ok(false)` when
+/// there is nothing to copy, an error when the pointer is NULL or the copy
+/// is larger than the buffer (so the slice stays within `isize::MAX`).
+fn check_copy(b: &DeviceBuffer, host: &str, host_is_null: bool, bytes: usize, what: &str) -> Result<bool> {
+    if bytes == 0 {
+        return Ok(false);
+    }
+    if host_is_null {
+        return Err(Error::invalid(format!("{host} is NULL")));
+    }
     if bytes > b.size() {
         return Err(Error::BufferTooSmall(format!("{what} of {bytes} bytes into a buffer of {} bytes", b.size())));
     }
-    Ok(())
+    Ok(true)
 }
 
 /// `fc_buffer *fc_buffer_alloc_ctx(fc_cuda_ctx *ctx, size_t bytes)`
@@ -70,13 +77,9 @@ pub extern "C" fn fc_buffer_device_ptr(buf: *const fc_buffer) -> u64 {
 pub unsafe extern "C" fn fc_buffer_upload(buf: *mut fc_buffer, src: *const c_void, bytes: usize) -> c_int {
     status(|| {
         let b = buffer(buf, "buf")?;
-        if bytes == 0 {
+        if !check_copy(&b, "src", src.is_null(), bytes, "upload")? {
             return Ok(());
         }
-        if src.is_null() {
-            return Err(Error::invalid("src is NULL"));
-        }
-        fits(&b, bytes, "upload")?;
         // SAFETY: `src` is valid for `bytes` bytes per the contract, and
         // `bytes` is at most the buffer's size (so at most isize::MAX).
         b.upload(unsafe { std::slice::from_raw_parts(src.cast::<u8>(), bytes) })
@@ -91,13 +94,9 @@ pub unsafe extern "C" fn fc_buffer_upload(buf: *mut fc_buffer, src: *const c_voi
 pub unsafe extern "C" fn fc_buffer_download(buf: *const fc_buffer, dst: *mut c_void, bytes: usize) -> c_int {
     status(|| {
         let b = buffer(buf, "buf")?;
-        if bytes == 0 {
+        if !check_copy(&b, "dst", dst.is_null(), bytes, "download")? {
             return Ok(());
         }
-        if dst.is_null() {
-            return Err(Error::invalid("dst is NULL"));
-        }
-        fits(&b, bytes, "download")?;
         // SAFETY: `dst` is valid for `bytes` bytes per the contract, and
         // `bytes` is at most the buffer's size (so at most isize::MAX).
         b.download(unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), bytes) })
