@@ -319,12 +319,17 @@ fn recapture_updates_graph_in_place() -> TestResult {
     let mut want = xs2.clone();
     chain_cpu(&mut want, &ys2, 13);
     assert_exact("updated graph computes on the new buffers", &download(&x2, N).map_err(fail)?, &want)?;
-    // Changed topology: one more pair.
+    // Node counts are not taken at the end of a capture that recorded work
+    // (cuGraphGetNodes walks the graph); asked for, they are counted.
+    ensure!(g.node_count().map_err(fail)? == 13, "13 nodes after the update");
+    // Changed topology: one more pair. Neither side's count decides: the
+    // re-captured graph's is unknown, so the driver refuses the update.
     x2.upload(&xs2).map_err(fail)?;
     let cap = ctx.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
     chain(&ctx, &x2, &y2, &z2, 14).map_err(fail)?;
     let report = cap.end_update(&mut g).map_err(fail)?;
     ensure!(report.instantiated == 1 && report.updated == 0, "changed topology re-instantiates: {report:?}");
+    ensure!(g.node_count().map_err(fail)? == 14, "14 nodes after the re-instantiation");
     g.launch().map_err(fail)?;
     let mut want = xs2;
     chain_cpu(&mut want, &ys2, 14);

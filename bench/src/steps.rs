@@ -64,6 +64,11 @@ pub enum Variant {
     BareWithExchange,
     /// A single driver call with no fc-graph counterpart.
     BareOnly,
+    /// Re-capture + update by bare calls that keep the re-captured graph
+    /// as the executable's source and destroy the replaced one (as
+    /// fc-graph's `end_update` did up to run 17), instead of destroying the
+    /// re-captured graph right after the update ([`Variant::Bare`]).
+    BareKeepNew,
 }
 
 impl Variant {
@@ -74,6 +79,7 @@ impl Variant {
             Variant::Bare => "_bare",
             Variant::BareWithExchange => "_bare_with_exchange",
             Variant::BareOnly => "",
+            Variant::BareKeepNew => "_bare_keep_new",
         }
     }
 }
@@ -168,6 +174,8 @@ pub fn step_label(step: &str) -> &'static str {
         "handle_check" => "C ABI handle check: fc_buffer_size vs DeviceBuffer::size, per call",
         "handle_check_2threads" => "the same, two threads on one handle at once, per call and thread",
         "c_graph_launch" => "graph launch through the C ABI (fc_graph_launch) vs bare",
+        "recapture_update" => "re-capture + in-place update (cuGraphExecUpdate) + one graph destroy",
+        "graph_node_count" => "cuGraphGetNodes, count only, of a K-node graph",
         _ => "",
     }
 }
@@ -472,7 +480,137 @@ pub fn run_steps(cfg: &StepsConfig, out: &mut dyn FnMut(StepOutput)) -> Result<(
         emit(out, "graph_launch", Variant::Fc, k, &mut fc);
         emit(out, "graph_launch", Variant::Bare, k, &mut raw);
         emit(out, "graph_launch", Variant::BareWithExchange, k, &mut shielded);
+
+        recapture_rows(d, &rig, k, iters, out)?;
     }
+    Ok(())
+}
+
+/// A bare capture of the rig's K kernels (begin, launches, end).
+fn bare_capture(d: &Driver, rig: &Rig, k: usize) -> Result<CUgraph> {
+    let stream = rig.ctx.raw_stream();
+    // SAFETY: our stream, not capturing.
+    ok("cuStreamBeginCapture", unsafe { (d.cuStreamBeginCapture)(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) })?;
+    let chain = rig.raw_chain(d, k);
+    let mut g: CUgraph = std::ptr::null_mut();
+    // SAFETY: our capturing stream; valid out-pointer.
+    let end = ok("cuStreamEndCapture", unsafe { (d.cuStreamEndCapture)(stream, &mut g) });
+    if let Err(e) = chain.and(end) {
+        if !g.is_null() {
+            // SAFETY: the graph the end handed us, destroyed once.
+            unsafe { (d.cuGraphDestroy)(g) };
+        }
+        return Err(e);
+    }
+    Ok(g)
+}
+
+/// One executable and the graph it keeps, for the bare update rows.
+struct BareExec {
+    exec: CUgraphExec,
+    source: CUgraph,
+}
+
+impl BareExec {
+    fn new(d: &Driver, rig: &Rig, k: usize) -> Result<BareExec> {
+        let source = bare_capture(d, rig, k)?;
+        let mut exec: CUgraphExec = std::ptr::null_mut();
+        // SAFETY: live graph, valid out-pointer.
+        if let Err(e) =
+            ok("cuGraphInstantiateWithFlags", unsafe { (d.cuGraphInstantiateWithFlags)(&mut exec, source, 0) })
+        {
+            // SAFETY: ours, destroyed once.
+            unsafe { (d.cuGraphDestroy)(source) };
+            return Err(e);
+        }
+        Ok(BareExec { exec, source })
+    }
+
+    /// Re-captures and updates in place; `keep_new`: the re-captured graph
+    /// becomes `source` and the old one is destroyed, else the re-captured
+    /// one is destroyed after the update.
+    fn recapture(&mut self, d: &Driver, rig: &Rig, k: usize, keep_new: bool) -> Result<()> {
+        let g = bare_capture(d, rig, k)?;
+        let mut info = CUgraphExecUpdateResultInfo {
+            result: CU_GRAPH_EXEC_UPDATE_SUCCESS,
+            errorNode: std::ptr::null_mut(),
+            errorFromNode: std::ptr::null_mut(),
+        };
+        let update = d.cuGraphExecUpdate.ok_or_else(|| fc_graph::Error::invalid("no cuGraphExecUpdate"));
+        // SAFETY: live executable and graph; valid out-pointer.
+        let res = update.and_then(|u| ok("cuGraphExecUpdate", unsafe { u(self.exec, g, &mut info) }));
+        let victim = if keep_new && res.is_ok() { std::mem::replace(&mut self.source, g) } else { g };
+        // SAFETY: a graph we own that nothing needs any more, destroyed once.
+        unsafe { (d.cuGraphDestroy)(victim) };
+        res
+    }
+
+    fn destroy(self, d: &Driver) {
+        // SAFETY: ours, destroyed once.
+        unsafe {
+            (d.cuGraphExecDestroy)(self.exec);
+            (d.cuGraphDestroy)(self.source);
+        }
+    }
+}
+
+/// `recapture_update`: the library's `end_update` against bare re-capture +
+/// `cuGraphExecUpdate` (destroying the re-captured graph, as the raw C
+/// baseline does; or keeping it and destroying the replaced one), each into
+/// its own executable, alternating. Also `graph_node_count`.
+fn recapture_rows(d: &Driver, rig: &Rig, k: usize, iters: usize, out: &mut dyn FnMut(StepOutput)) -> Result<()> {
+    let cap = rig.ctx.begin_capture(CaptureMode::ThreadLocal)?;
+    rig.fc_chain(k)?;
+    let mut g: Graph = cap.end()?;
+    let mut bare = BareExec::new(d, rig, k)?;
+    let mut keep = match BareExec::new(d, rig, k) {
+        Ok(e) => e,
+        Err(e) => {
+            bare.destroy(d);
+            return Err(e);
+        }
+    };
+    let (mut fc, mut b, mut kn, mut count) = (vec![], vec![], vec![], vec![]);
+    let mut run = || -> Result<()> {
+        for it in 0..iters + 2 {
+            let t0 = Instant::now();
+            let cap = rig.ctx.begin_capture(CaptureMode::ThreadLocal)?;
+            rig.fc_chain(k)?;
+            let rep = cap.end_update(&mut g)?;
+            let t1 = Instant::now();
+            if rep.updated != 1 {
+                return Err(fc_graph::Error::invalid(format!(
+                    "recapture_update K={k}: not updated in place ({rep:?})"
+                )));
+            }
+            bare.recapture(d, rig, k, false)?;
+            let t2 = Instant::now();
+            keep.recapture(d, rig, k, true)?;
+            let t3 = Instant::now();
+            let mut nodes = 0usize;
+            // SAFETY: live graph; a null node array asks for the count only.
+            ok("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(keep.source, std::ptr::null_mut(), &mut nodes) })?;
+            let t4 = Instant::now();
+            if nodes != k {
+                return Err(fc_graph::Error::invalid(format!("graph_node_count: {nodes} nodes, want {k}")));
+            }
+            if it >= 2 {
+                fc.push(us_since(t0, t1));
+                b.push(us_since(t1, t2));
+                kn.push(us_since(t2, t3));
+                count.push(us_since(t3, t4));
+            }
+        }
+        Ok(())
+    };
+    let result = run();
+    bare.destroy(d);
+    keep.destroy(d);
+    result?;
+    emit(out, "recapture_update", Variant::Fc, k, &mut fc);
+    emit(out, "recapture_update", Variant::Bare, k, &mut b);
+    emit(out, "recapture_update", Variant::BareKeepNew, k, &mut kn);
+    emit(out, "graph_node_count", Variant::BareOnly, k, &mut count);
     Ok(())
 }
 

@@ -21,6 +21,8 @@ pub struct Line {
     pub bare: Option<Summary>,
     /// The bare calls with the shield's two mode exchanges around them.
     pub bare_with_exchange: Option<Summary>,
+    /// The bare re-capture + update that keeps the re-captured graph.
+    pub bare_keep_new: Option<Summary>,
 }
 
 /// Groups rows into lines by (step, K), in first-seen order.
@@ -30,7 +32,14 @@ pub fn lines(rows: &[StepRow]) -> Vec<Line> {
         let pos = match out.iter().position(|l| l.step == r.step && l.kernels == r.kernels) {
             Some(p) => p,
             None => {
-                out.push(Line { step: r.step, kernels: r.kernels, fc: None, bare: None, bare_with_exchange: None });
+                out.push(Line {
+                    step: r.step,
+                    kernels: r.kernels,
+                    fc: None,
+                    bare: None,
+                    bare_with_exchange: None,
+                    bare_keep_new: None,
+                });
                 out.len() - 1
             }
         };
@@ -39,6 +48,7 @@ pub fn lines(rows: &[StepRow]) -> Vec<Line> {
             Variant::Fc => line.fc = Some(r.summary),
             Variant::Bare | Variant::BareOnly => line.bare = Some(r.summary),
             Variant::BareWithExchange => line.bare_with_exchange = Some(r.summary),
+            Variant::BareKeepNew => line.bare_keep_new = Some(r.summary),
         }
     }
     out
@@ -79,6 +89,14 @@ pub fn text(device: &str, pdl: Option<bool>, lines: &[Line]) -> String {
         if let (Some(w), Some(b)) = (&l.bare_with_exchange, &l.bare) {
             notes.push(format!(
                 "graph launch, K={}: the bare launch between the shield's two mode exchanges takes {} µs ({:+.3} µs)",
+                l.kernels,
+                micros(w.median),
+                w.median - b.median
+            ));
+        }
+        if let (Some(w), Some(b)) = (&l.bare_keep_new, &l.bare) {
+            notes.push(format!(
+                "re-capture + update, K={}: bare calls that keep the re-captured graph and destroy the replaced one take {} µs ({:+.3} µs)",
                 l.kernels,
                 micros(w.median),
                 w.median - b.median

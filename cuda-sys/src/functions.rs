@@ -147,7 +147,8 @@ driver_functions! {
     required fn cuStreamBeginCapture(hStream: CUstream, mode: CUstreamCaptureMode) -> CUresult = 10010;
     required fn cuStreamEndCapture(hStream: CUstream, phGraph: *mut CUgraph) -> CUresult = 10000;
     required fn cuStreamIsCapturing(hStream: CUstream, captureStatus: *mut CUstreamCaptureStatus) -> CUresult = 10000;
-    required fn cuStreamGetCaptureInfo(hStream: CUstream, captureStatus_out: *mut CUstreamCaptureStatus, id_out: *mut cuuint64_t) -> CUresult = 10010;
+    /// The capture's status, id, graph and current dependency set (the v2 form).
+    required fn cuStreamGetCaptureInfo(hStream: CUstream, captureStatus_out: *mut CUstreamCaptureStatus, id_out: *mut cuuint64_t, graph_out: *mut CUgraph, dependencies_out: *mut *const CUgraphNode, numDependencies_out: *mut usize) -> CUresult = 11030;
     required fn cuThreadExchangeStreamCaptureMode(mode: *mut CUstreamCaptureMode) -> CUresult = 10010;
 
     // --- memory --------------------------------------------------------------

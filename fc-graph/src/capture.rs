@@ -13,12 +13,12 @@ use crate::capture_state::ThreadTag;
 use crate::context::{lock, CaptureMode, Context};
 use crate::driver::{bound, check, RawCtx};
 use crate::error::{Error, Result};
-use crate::graph::{destroy_graph, BreakFn, Graph, GraphExec, Piece, UpdateReport};
+use crate::graph::{destroy_graph, node_count, BreakFn, Captured, Graph, GraphExec, Piece, UpdateReport};
 
 /// A piece recorded by an open capture. Segments stay raw graphs until the
 /// capture ends, so an update can update any of them in place.
 enum Pending<L> {
-    Segment(Option<CUgraph>),
+    Segment(Option<Captured>),
     Break(BreakFn<L>),
 }
 
@@ -182,7 +182,7 @@ impl<L> Recording<L> {
                     instantiate_piece(ctx, g, &mut failure)
                 }
                 Err(e) => {
-                    destroy_graph(ctx.raw_ctx(), g);
+                    destroy_graph(ctx.raw_ctx(), g.graph);
                     failure.get_or_insert(e);
                     Piece::Segment(None)
                 }
@@ -211,8 +211,8 @@ impl<L> Recording<L> {
             }
         }
         for p in self.pieces.drain(..) {
-            if let Pending::Segment(Some(g)) = p {
-                destroy_graph(raw, g);
+            if let Pending::Segment(Some(c)) = p {
+                destroy_graph(raw, c.graph);
             }
         }
     }
@@ -238,8 +238,8 @@ impl<L> Recording<L> {
             }
         }
         for p in self.pieces.drain(..) {
-            if let Pending::Segment(Some(g)) = p {
-                destroy_graph(ctx.raw_ctx(), g);
+            if let Pending::Segment(Some(c)) = p {
+                destroy_graph(ctx.raw_ctx(), c.graph);
             }
         }
         let mut state = lock(&ctx.inner.capture_state);
@@ -265,33 +265,60 @@ fn begin_segment(ctx: &Context, mode: CaptureMode) -> Result<()> {
 /// Ends `stream`'s capture; the graph it recorded, if the driver returned
 /// one. The stream is out of capture afterwards, even on error.
 fn end_capture(raw: RawCtx, stream: CUstream) -> Result<Option<CUgraph>> {
-    bound(raw, |d| {
-        let mut g: CUgraph = std::ptr::null_mut();
-        // SAFETY: our stream, capturing; valid out-pointer.
-        let res = unsafe { (d.cuStreamEndCapture)(stream, &mut g) };
-        if res != CUDA_SUCCESS && !g.is_null() {
-            // SAFETY: a graph the failed end handed us; destroyed once.
-            unsafe { (d.cuGraphDestroy)(g) };
-        }
-        check("cuStreamEndCapture", res)?;
-        Ok((!g.is_null()).then_some(g))
-    })
+    bound(raw, |d| end_capture_bound(d, stream))
+}
+
+/// [`end_capture`] with the context already bound.
+fn end_capture_bound(d: &Driver, stream: CUstream) -> Result<Option<CUgraph>> {
+    let mut g: CUgraph = std::ptr::null_mut();
+    // SAFETY: our stream, capturing; valid out-pointer.
+    let res = unsafe { (d.cuStreamEndCapture)(stream, &mut g) };
+    if res != CUDA_SUCCESS && !g.is_null() {
+        // SAFETY: a graph the failed end handed us; destroyed once.
+        unsafe { (d.cuGraphDestroy)(g) };
+    }
+    check("cuStreamEndCapture", res)?;
+    Ok((!g.is_null()).then_some(g))
+}
+
+/// How many nodes the next captured work on `stream` would depend on (the
+/// capture's open ends), or `None` when the driver cannot say (the capture
+/// is not active, or the query failed). Constant time, unlike counting the
+/// graph's nodes.
+fn open_ends(d: &Driver, stream: CUstream) -> Option<usize> {
+    let mut status = CU_STREAM_CAPTURE_STATUS_NONE;
+    let mut id: cuuint64_t = 0;
+    let mut graph: CUgraph = std::ptr::null_mut();
+    let mut deps: *const CUgraphNode = std::ptr::null();
+    let mut n = 0usize;
+    // SAFETY: our stream; valid out-pointers (the dependency array stays the
+    // driver's and is not read).
+    let res = unsafe { (d.cuStreamGetCaptureInfo)(stream, &mut status, &mut id, &mut graph, &mut deps, &mut n) };
+    (res == CUDA_SUCCESS && status == CU_STREAM_CAPTURE_STATUS_ACTIVE).then_some(n)
 }
 
 /// Ends the stream's capture and returns the recorded graph, or `None`
 /// (already destroyed) when it holds no node. The caller destroys the graph.
-fn end_segment(ctx: &Context) -> Result<Option<CUgraph>> {
-    let Some(graph) = end_capture(ctx.raw_ctx(), ctx.raw_stream()).inspect_err(|e| ctx.note_failure(e))? else {
+///
+/// A capture whose stream has open ends recorded work (the ends are nodes
+/// of its graph), so its nodes are not counted here: `cuGraphGetNodes`
+/// walks the whole graph. Only a capture without open ends (usually one
+/// that recorded nothing, where counting is free) is counted.
+fn end_segment(ctx: &Context) -> Result<Option<Captured>> {
+    let stream = ctx.raw_stream();
+    let (graph, ends) = ctx.bound(|d| {
+        let ends = open_ends(d, stream);
+        Ok((end_capture_bound(d, stream)?, ends))
+    })?;
+    let Some(graph) = graph else {
         return Ok(None);
     };
-    let nodes = ctx.bound(|d| {
-        let mut nodes = 0usize;
-        // SAFETY: live graph; a null node array asks for the count only.
-        check("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(graph, std::ptr::null_mut(), &mut nodes) })?;
-        Ok(nodes)
-    });
+    if ends.is_some_and(|n| n > 0) {
+        return Ok(Some(Captured { graph, nodes: None }));
+    }
+    let nodes = ctx.bound(|d| node_count(d, graph));
     match nodes {
-        Ok(n) if n > 0 => Ok(Some(graph)),
+        Ok(nodes) if nodes > 0 => Ok(Some(Captured { graph, nodes: Some(nodes) })),
         other => {
             destroy_graph(ctx.raw_ctx(), graph);
             other.map(|_| None)
@@ -302,7 +329,7 @@ fn end_segment(ctx: &Context) -> Result<Option<CUgraph>> {
 /// Instantiates a recorded segment (taking ownership of `g`); on failure
 /// records the first error in `failure` and yields an empty segment, so
 /// the caller still disposes of every other recorded graph.
-fn instantiate_piece<L>(ctx: &Context, g: CUgraph, failure: &mut Option<Error>) -> Piece<L> {
+fn instantiate_piece<L>(ctx: &Context, g: Captured, failure: &mut Option<Error>) -> Piece<L> {
     match GraphExec::instantiate(ctx, g) {
         Ok(e) => Piece::Segment(Some(e)),
         Err(e) => {
