@@ -531,14 +531,18 @@ def steps_table(path, tally=None, missed=None):
         if not row.endswith("_fc"):
             continue
         base = row[: -len("_fc")]
-        b = rows.get((base + "_bare", k))
-        if not b:
-            continue
-        f_med, b_med = o["median_us"], b["median_us"]
-        out.append(f"| {base[len('step_'):]} | {k} | {f_med:.3f} ({o['p10_us']:.3f}–{o['p90_us']:.3f}) | "
-                   f"{b_med:.3f} ({b['p10_us']:.3f}–{b['p90_us']:.3f}) | {f_med / b_med:.2f}x | {f_med - b_med:+.3f} |")
+        f_med = o["median_us"]
+        for suffix, label in (("_bare", ""), ("_bare_keep_new", " (bare: keep the re-captured graph, destroy the old)")):
+            b = rows.get((base + suffix, k))
+            if not b:
+                continue
+            b_med = b["median_us"]
+            out.append(f"| {base[len('step_'):]}{label} | {k} | {f_med:.3f} ({o['p10_us']:.3f}–{o['p90_us']:.3f}) | "
+                       f"{b_med:.3f} ({b['p10_us']:.3f}–{b['p90_us']:.3f}) | {fmt_ratio(ratio(f_med, b_med))} | "
+                       f"{f_med - b_med:+.3f} |")
     for (row, k), o in sorted(rows.items()):
-        if row.startswith("step_") and not row.endswith(("_fc", "_bare")) and o.get("median_us") is not None:
+        if (row.startswith("step_") and not row.endswith(("_fc", "_bare", "_bare_keep_new"))
+                and o.get("median_us") is not None):
             out.append(f"| {row[len('step_'):]} (bare driver calls only) | {k} | "
                        f"{o['median_us']:.3f} | — | — | — |")
     hc, hb = rows.get(("step_handle_check_fc", 1)), rows.get(("step_handle_check_bare", 1))

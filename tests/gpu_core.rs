@@ -321,7 +321,7 @@ fn recapture_updates_graph_in_place() -> TestResult {
     assert_exact("updated graph computes on the new buffers", &download(&x2, N).map_err(fail)?, &want)?;
     // Node counts are not taken at the end of a capture that recorded work
     // (cuGraphGetNodes walks the graph); asked for, they are counted.
-    ensure!(g.node_count().map_err(fail)? == 13, "13 nodes after the update");
+    ensure!(g.node_count().map_err(fail)? == 26, "26 nodes (13 pairs) after the update");
     // Changed topology: one more pair. Neither side's count decides: the
     // re-captured graph's is unknown, so the driver refuses the update.
     x2.upload(&xs2).map_err(fail)?;
@@ -329,7 +329,7 @@ fn recapture_updates_graph_in_place() -> TestResult {
     chain(&ctx, &x2, &y2, &z2, 14).map_err(fail)?;
     let report = cap.end_update(&mut g).map_err(fail)?;
     ensure!(report.instantiated == 1 && report.updated == 0, "changed topology re-instantiates: {report:?}");
-    ensure!(g.node_count().map_err(fail)? == 14, "14 nodes after the re-instantiation");
+    ensure!(g.node_count().map_err(fail)? == 28, "28 nodes (14 pairs) after the re-instantiation");
     g.launch().map_err(fail)?;
     let mut want = xs2;
     chain_cpu(&mut want, &ys2, 14);
