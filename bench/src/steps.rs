@@ -558,7 +558,11 @@ impl BareExec {
 /// `cuGraphExecUpdate` (destroying the re-captured graph, as the raw C
 /// baseline does; or keeping it and destroying the replaced one), each into
 /// its own executable, alternating. Also `graph_node_count`.
+/// No rows on a driver without in-place update (before CUDA 12.0).
 fn recapture_rows(d: &Driver, rig: &Rig, k: usize, iters: usize, out: &mut dyn FnMut(StepOutput)) -> Result<()> {
+    if d.cuGraphExecUpdate.is_none() {
+        return Ok(());
+    }
     let cap = rig.ctx.begin_capture(CaptureMode::ThreadLocal)?;
     rig.fc_chain(k)?;
     let mut g: Graph = cap.end()?;

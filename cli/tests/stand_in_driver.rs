@@ -201,4 +201,6 @@ fn bench_measures_every_step() {
         assert_eq!(r["kernels"], 26);
         assert!(r["median_us"].as_f64().is_some_and(|m| m >= 0.0), "{r}");
     }
+    // The stand-in has no cuGraphExecUpdate: no re-capture + update rows.
+    assert!(!rows.iter().any(|r| r["row"].as_str().is_some_and(|n| n.starts_with("step_recapture_update"))), "{out}");
 }
