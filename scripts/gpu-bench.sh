@@ -124,33 +124,8 @@ if command -v taskset > /dev/null && [ -n "${BENCH_PIN-2-5}" ]; then
 fi
 
 # ---------------------------------------------------------------- raw C baseline
-find_cuda_include() {
-    local d nvcc_dir
-    local cands=()
-    [ -n "${CUDA_HOME:-}" ] && cands+=("$CUDA_HOME/include")
-    [ -n "${CUDA_PATH:-}" ] && cands+=("$CUDA_PATH/include")
-    cands+=(/usr/local/cuda/include)
-    if nvcc_dir=$(dirname "$(command -v nvcc 2> /dev/null)" 2> /dev/null) && [ "$nvcc_dir" != "." ]; then
-        cands+=("$nvcc_dir/../include" "$nvcc_dir/../targets/x86_64-linux/include")
-    fi
-    cands+=(/usr/local/cuda/targets/x86_64-linux/include /usr/include)
-    for d in "${cands[@]}"; do
-        if [ -f "$d/cuda.h" ]; then
-            (cd "$d" && pwd)
-            return 0
-        fi
-    done
-    # Last resort: headers shipped in Python wheels (nvidia-*-cu13 / cu12).
-    "$PYTHON" - << 'EOF' 2> /dev/null || true
-import glob, os, site, sys
-roots = list(site.getsitepackages()) + [site.getusersitepackages()] + sys.path
-for r in roots:
-    for h in sorted(glob.glob(os.path.join(r, "nvidia", "*", "include", "cuda.h"))) + \
-             sorted(glob.glob(os.path.join(r, "nvidia", "*", "*", "include", "cuda.h"))):
-        print(os.path.dirname(h))
-        sys.exit(0)
-EOF
-}
+# find_cuda_include (shared with scripts/gpu-interop.sh)
+. "$ROOT/scripts/find-cuda-include.sh"
 
 build_raw() { # out_binary
     local out=$1 inc lib d

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test: installs dependencies and the CUDA headers for the audit, then
 #   - formatting and clippy;
+#   - the Python tests of the benchmark report (bench/test_*.py, unittest);
 #   - the Rust workspace tests (GPU suites skip visibly without a driver);
 #   - the C suite (ctest/run.sh: the engine's seed test, built unmodified,
 #     plus our own C tests) against target/release/libfcgraph.so;
@@ -17,6 +18,7 @@ export FC_REQUIRE_AUDIT=1 FC_REQUIRE_HEADER_CHECK=1 FC_REQUIRE_INSTALL_TOOLS=1
 scripts/deps.sh
 scripts/fetch-cuda-headers.sh
 cargo fmt --all -- --check
+python3 -m unittest discover -s bench -p 'test_*.py'
 cargo clippy --workspace --all-targets -q -- -D warnings
 cargo test --workspace --release
 scripts/build.sh              # libfcgraph.so/.a and fcgraph, built as demo.sh and install.sh build them

@@ -2,21 +2,27 @@
  * fc graphs, replayed, against the same work queued eagerly, and the
  * scaling of a replay loop from one GPU to two.
  *
- *   interop_bench [--rounds R] [--iters N] [--loop-iters L] [--count C] [--quick]
+ *   interop_bench [--rounds R] [--iters N] [--loop-iters L] [--count C] [--ptx FILE] [--quick]
  *
  * Defaults: 5 rounds, N = 2000 timed iterations per timing row, L = 10000
  * iterations per replay loop, C = 4096 floats (16 KiB: one decode step's
  * hidden state) per all-reduce; --quick is 2 rounds, N = 300, L = 500.
  *
- * JSON lines on stdout (one per row and round; bench/report.py keeps each
- * row's best round), progress on stderr. Every row has "impl":"fc", "row",
- * "kernels" (work items in the step: our kernels + the cuBLAS / NCCL call)
- * and "round"; timing rows have median_us, p10_us, p90_us, n; rate rows
- * have iters_per_s (higher is better), per_device, and the 2-device rows
- * ratio_vs_1dev (this round's 2-device rate / this round's 1-device rate).
- * A row that cannot run here is {"impl":"fc","row":...,"skipped":"why"}.
+ * --ptx FILE: the PTX of the raw driver rows (default kernels/elementwise.ptx,
+ * relative to the working directory: the repository root under
+ * scripts/gpu-interop.sh).
  *
- * Rows (every time includes fc_sync_ctx, i.e. the step is complete):
+ * JSON lines on stdout (one per row and round; bench/report.py keeps each
+ * row's best round), progress on stderr. Every row has "impl" ("fc", or
+ * "raw" for the interop_raw_* rows), "row", "kernels" (work items in the
+ * step: our kernels + the cuBLAS / NCCL call) and "round"; timing rows have
+ * median_us, p10_us, p90_us, n; rate rows have iters_per_s (higher is
+ * better), iters, and the 2-device rows per_device and ratio_vs_1dev (this
+ * round's 2-device rate / this round's 1-device rate). A row that cannot
+ * run here is {"impl":...,"row":...,"kernels":...,"skipped":"why"}.
+ *
+ * Rows (every time includes the sync, fc_sync_ctx or in the raw rows cuStreamSynchronize, i.e. the step
+ * is complete):
  *   interop_cublas_eager_sync        A = A0 .* S (fc_mul), C = 0.5 A B (cublasSgemm_v2, M,N,K = 256,128,64),
  *                                    OUT = C + D (fc_add), queued eagerly + sync; kernels 3
  *   interop_cublas_replay_sync       the same captured: fc_graph_launch + sync
@@ -34,6 +40,24 @@
  *                                    communicator (its all-reduce is a device-local copy of x to y), so the
  *                                    per-GPU work is the same; the 2-device loop adds the NVLink exchange and
  *                                    the wait for the peer, which the ratio includes.
+ *   interop_raw_nccl_replay_loop_per_s_1dev / _2dev  ("impl":"raw")
+ *                                    the same NCCL step loop with no fc-graph: the baseline that says whether
+ *                                    the scaling above is NCCL/driver-limited. Per device, on the same worker
+ *                                    thread: the primary context (cuDevicePrimaryCtxRetain + cuCtxSetCurrent),
+ *                                    a non-blocking stream, fc_add_f32 / fc_mul_f32 of --ptx launched with
+ *                                    cuLaunchKernel (block 256; plain launches, where the fc rows use
+ *                                    fc-graph's defaults: PDL on sm_90), cuMemAlloc'ed buffers, the same
+ *                                    warm-up (5 eager steps, then 5 replays), the step captured with
+ *                                    cuStreamBeginCapture(THREAD_LOCAL) ... ncclAllReduce on that stream ...
+ *                                    cuStreamEndCapture + cuGraphInstantiateWithFlags, on its own 1-rank and
+ *                                    2-rank communicators; the loop is L x (cuGraphLaunch +
+ *                                    cuStreamSynchronize), timed like the fc loop, in each round right after
+ *                                    the fc NCCL loop rows, and checked the same way afterwards (y[0] = the
+ *                                    sum over the ranks of cnt[0] * w). The driver is opened at run time
+ *                                    ($FC_CUDA_LIBRARY, else libcuda.so.1, as libfcgraph does); its types come
+ *                                    from cuda.h, found through the include path (scripts/gpu-interop.sh finds
+ *                                    it like scripts/gpu-bench.sh). Built without cuda.h, or with no readable
+ *                                    PTX file or driver entry point, these rows are emitted as skipped.
  *   interop_fc_replay_loop_per_s_1dev / _2dev
  *                                    the same loop of the step without the all-reduce (acc += x): the scaling of
  *                                    fc-graph's own replay path, with no coupling between the devices.
@@ -52,6 +76,15 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The raw driver rows need cuda.h's types (the driver itself is opened at
+ * run time); without it they are emitted as skipped. */
+#if defined(__has_include)
+#if __has_include(<cuda.h>)
+#include <cuda.h>
+#define INTEROP_HAVE_CUDA_H 1
+#endif
+#endif
+
 #define GM 256
 #define GN 128
 #define GK 64
@@ -59,9 +92,12 @@
 
 static int g_rounds = 5, g_iters = 2000, g_loop_iters = 10000;
 static size_t g_count = 4096;
+static const char *g_ptx_path = "kernels/elementwise.ptx";
 static il_cublas g_cublas;
 static il_nccl g_nccl;
 static int g_have_cublas, g_have_nccl;
+static int g_have_raw;      /* the raw driver rows can run (driver, PTX and NCCL loaded) */
+static char g_no_raw[4096]; /* why they cannot */
 
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logf_(const char *fmt, ...)
@@ -114,12 +150,22 @@ static void emit_times(const char *row, int kernels, double *us, int n, int roun
           pct(us, n, 0.1), pct(us, n, 0.9), n);
 }
 
-static void emit_skip(const char *row, int kernels, const char *why)
+/* A skipped row; the characters of `why` that JSON would need escaped ('"',
+ * '\\', control characters: a dlopen error may hold them) become '\'' and it is
+ * cut at 511 bytes. */
+static void emit_skip_as(const char *impl, const char *row, int kernels, const char *why)
 {
-    printf("{\"impl\":\"fc\",\"row\":\"%s\",\"kernels\":%d,\"skipped\":\"%s\"}\n", row, kernels, why);
+    char safe[512];
+    size_t i = 0;
+    for (; why[i] && i + 1 < sizeof safe; i++)
+        safe[i] = why[i] == '"' || why[i] == '\\' || (unsigned char)why[i] < 0x20 ? '\'' : why[i];
+    safe[i] = '\0';
+    printf("{\"impl\":\"%s\",\"row\":\"%s\",\"kernels\":%d,\"skipped\":\"%s\"}\n", impl, row, kernels, safe);
     fflush(stdout);
     logf_("%s skipped: %s", row, why);
 }
+
+static void emit_skip(const char *row, int kernels, const char *why) { emit_skip_as("fc", row, kernels, why); }
 
 /* Leaves with status 1 after a failure (work may be stuck on a device). */
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -261,10 +307,267 @@ static void gemm_free(gemm_bench *gb)
     fc_cuda_ctx_free(gb->ctx);
 }
 
+/* ---- raw driver baseline of the NCCL step loop (no fc-graph) ------------------ */
+
+#define RAW_BLOCK 256u
+
+typedef struct raw_dev raw_dev;
+
+#ifdef INTEROP_HAVE_CUDA_H
+
+/* The driver entry points, opened at run time. cuda.h maps the names to
+ * their current versions (cuMemAlloc is cuMemAlloc_v2, ...): RAW_FIELD and
+ * RAW_STR expand them, so the members, the symbols looked up and the
+ * prototypes (__typeof__) all follow the header. */
+#define RAW_DRIVER_FUNCS(X)                                                                                  \
+    X(cuInit)                                                                                                \
+    X(cuGetErrorName)                                                                                        \
+    X(cuGetErrorString)                                                                                      \
+    X(cuDeviceGet)                                                                                           \
+    X(cuDevicePrimaryCtxRetain)                                                                              \
+    X(cuDevicePrimaryCtxRelease)                                                                             \
+    X(cuCtxSetCurrent)                                                                                       \
+    X(cuModuleLoadData)                                                                                      \
+    X(cuModuleGetFunction)                                                                                   \
+    X(cuModuleUnload)                                                                                        \
+    X(cuStreamCreate)                                                                                        \
+    X(cuStreamDestroy)                                                                                       \
+    X(cuStreamSynchronize)                                                                                   \
+    X(cuMemAlloc)                                                                                            \
+    X(cuMemFree)                                                                                             \
+    X(cuMemsetD32Async)                                                                                      \
+    X(cuMemcpyDtoH)                                                                                          \
+    X(cuLaunchKernel)                                                                                        \
+    X(cuStreamBeginCapture)                                                                                  \
+    X(cuStreamEndCapture)                                                                                    \
+    X(cuGraphInstantiateWithFlags)                                                                           \
+    X(cuGraphLaunch)                                                                                         \
+    X(cuGraphExecDestroy)                                                                                    \
+    X(cuGraphDestroy)
+
+#define RAW_STR_(x) #x
+#define RAW_STR(x) RAW_STR_(x)
+#define RAW_FIELD(fn) __typeof__(fn) *fn;
+
+static struct {
+    void *lib;
+    char path[1024];
+    RAW_DRIVER_FUNCS(RAW_FIELD)
+} g_drv;
+static char *g_ptx; /* the PTX text of --ptx, NUL-terminated */
+
+struct raw_dev {
+    int dev;
+    CUdevice cu_dev;
+    CUcontext ctx; /* the device's primary context */
+    CUmodule mod;
+    CUfunction add, mul;
+    CUstream stream; /* non-blocking */
+    CUdeviceptr cnt, one, w, x, y, acc;
+    CUgraph g[2];      /* the step on the 1-rank [0] and the 2-rank [1] communicator */
+    CUgraphExec ge[2];
+};
+
+static void raw_die(CUresult r, const char *what, const char *file, int line) __attribute__((noreturn));
+static void raw_die(CUresult r, const char *what, const char *file, int line)
+{
+    const char *name = NULL, *str = NULL;
+    if (g_drv.cuGetErrorName(r, &name) != CUDA_SUCCESS || !name) name = "?";
+    if (g_drv.cuGetErrorString(r, &str) != CUDA_SUCCESS || !str) str = "?";
+    die("%s:%d: %s returned %s (%d): %s", file, line, what, name, (int)r, str);
+}
+
+#define RAW_MUST(call)                                                                                       \
+    do {                                                                                                     \
+        CUresult raw_r_ = (call);                                                                            \
+        if (raw_r_ != CUDA_SUCCESS) raw_die(raw_r_, #call, __FILE__, __LINE__);                             \
+    } while (0)
+
+/* The whole file at `path`, NUL-terminated (cuModuleLoadData needs that),
+ * or NULL with the reason in why. */
+static char *raw_read_text(const char *path, char *why, size_t len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(why, len, "cannot open the PTX file %s: %s (--ptx)", path, strerror(errno));
+        return NULL;
+    }
+    char *buf = NULL;
+    long n = -1;
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (buf = (char *)malloc((size_t)n + 1)) != NULL && fread(buf, 1, (size_t)n, f) == (size_t)n) {
+        buf[n] = '\0';
+    } else {
+        snprintf(why, len, "cannot read the PTX file %s: %s", path, buf ? "short read" : strerror(errno));
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    return buf;
+}
+
+/* Opens the driver ($FC_CUDA_LIBRARY, else libcuda.so.1: the one libfcgraph
+ * loaded), looks up RAW_DRIVER_FUNCS, calls cuInit and reads the PTX file.
+ * 0, or -1 with the reason in why. */
+static int raw_load(char *why, size_t len)
+{
+    why[0] = '\0';
+    const char *env = getenv("FC_CUDA_LIBRARY");
+    const char *names[] = {env && env[0] ? env : "libcuda.so.1", NULL};
+    g_drv.lib = il_open_first(names, g_drv.path, sizeof g_drv.path, why, len);
+    if (!g_drv.lib) return -1;
+    int rc = 0;
+#define RAW_LOAD(fn) rc |= il_sym(g_drv.lib, RAW_STR(fn), (void *)&g_drv.fn, sizeof g_drv.fn, 1, why, len);
+    RAW_DRIVER_FUNCS(RAW_LOAD)
+#undef RAW_LOAD
+    if (rc) return -1;
+    CUresult r = g_drv.cuInit(0);
+    if (r != CUDA_SUCCESS) {
+        snprintf(why, len, "cuInit(0) returned %d", (int)r);
+        return -1;
+    }
+    return (g_ptx = raw_read_text(g_ptx_path, why, len)) ? 0 : -1;
+}
+
+static const char *raw_driver_path(void) { return g_drv.path; }
+
+static void raw_launch(raw_dev *r, CUfunction f, CUdeviceptr a, CUdeviceptr b, CUdeviceptr out)
+{
+    unsigned int n = (unsigned int)g_count;
+    void *params[4] = {&a, &b, &out, &n};
+    RAW_MUST(g_drv.cuLaunchKernel(f, (n + RAW_BLOCK - 1) / RAW_BLOCK, 1, 1, RAW_BLOCK, 1, 1, 0, r->stream, params,
+                                  NULL));
+}
+
+/* The step of step_queue(KIND_NCCL), on the raw stream. */
+static void raw_step_queue(raw_dev *r, il_nccl_comm comm)
+{
+    raw_launch(r, r->add, r->cnt, r->one, r->cnt);
+    raw_launch(r, r->mul, r->cnt, r->w, r->x);
+    int n = g_nccl.ncclAllReduce((const void *)(uintptr_t)r->x, (void *)(uintptr_t)r->y, g_count, IL_NCCL_FLOAT32,
+                                 IL_NCCL_SUM, comm, (void *)r->stream);
+    if (n != IL_NCCL_SUCCESS) {
+        char buf[512];
+        die("device %d (raw): ncclAllReduce: %s", r->dev, il_nccl_error(&g_nccl, n, comm, buf, sizeof buf));
+    }
+    raw_launch(r, r->add, r->acc, r->y, r->acc);
+}
+
+static void raw_fill(raw_dev *r, CUdeviceptr p, float v)
+{
+    uint32_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    RAW_MUST(g_drv.cuMemsetD32Async(p, bits, g_count, r->stream));
+}
+
+/* Device `dev`'s raw state on the calling (worker) thread: as worker_setup,
+ * eager warm-up, then the step captured once per communicator and replayed. */
+static raw_dev *raw_setup(int dev, il_nccl_comm comm1, il_nccl_comm comm2)
+{
+    raw_dev *r = (raw_dev *)calloc(1, sizeof *r);
+    if (!r) die("out of host memory");
+    r->dev = dev;
+    RAW_MUST(g_drv.cuDeviceGet(&r->cu_dev, dev));
+    RAW_MUST(g_drv.cuDevicePrimaryCtxRetain(&r->ctx, r->cu_dev));
+    RAW_MUST(g_drv.cuCtxSetCurrent(r->ctx));
+    RAW_MUST(g_drv.cuModuleLoadData(&r->mod, g_ptx));
+    RAW_MUST(g_drv.cuModuleGetFunction(&r->add, r->mod, "fc_add_f32"));
+    RAW_MUST(g_drv.cuModuleGetFunction(&r->mul, r->mod, "fc_mul_f32"));
+    RAW_MUST(g_drv.cuStreamCreate(&r->stream, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr *bufs[] = {&r->cnt, &r->one, &r->w, &r->x, &r->y, &r->acc};
+    for (size_t b = 0; b < sizeof bufs / sizeof bufs[0]; b++) RAW_MUST(g_drv.cuMemAlloc(bufs[b], g_count * 4));
+    for (size_t b = 0; b < sizeof bufs / sizeof bufs[0]; b++) raw_fill(r, *bufs[b], 0.0f);
+    raw_fill(r, r->one, 1.0f);
+    raw_fill(r, r->w, (float)(1 + dev));
+    const il_nccl_comm comms[2] = {comm1, comm2};
+    for (int i = 0; i < 5; i++)
+        for (int k = 0; k < 2; k++)
+            if (comms[k]) raw_step_queue(r, comms[k]);
+    RAW_MUST(g_drv.cuStreamSynchronize(r->stream));
+    for (int k = 0; k < 2; k++) {
+        if (!comms[k]) continue;
+        RAW_MUST(g_drv.cuStreamBeginCapture(r->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+        raw_step_queue(r, comms[k]);
+        RAW_MUST(g_drv.cuStreamEndCapture(r->stream, &r->g[k]));
+        RAW_MUST(g_drv.cuGraphInstantiateWithFlags(&r->ge[k], r->g[k], 0));
+    }
+    for (int i = 0; i < 5; i++)
+        for (int k = 0; k < 2; k++)
+            if (r->ge[k]) RAW_MUST(g_drv.cuGraphLaunch(r->ge[k], r->stream));
+    RAW_MUST(g_drv.cuStreamSynchronize(r->stream));
+    return r;
+}
+
+/* Before a loop: the device's primary context current on this thread (it
+ * already is: the fc context is the same primary context). */
+static void raw_make_current(raw_dev *r) { RAW_MUST(g_drv.cuCtxSetCurrent(r->ctx)); }
+
+/* One iteration of the loop: the step graph of the ndev-rank communicator. */
+static void raw_replay_sync(raw_dev *r, int ndev)
+{
+    CUgraphExec ge = r->ge[ndev - 1];
+    if (!ge) die("device %d (raw): no %d-rank step graph", r->dev, ndev);
+    RAW_MUST(g_drv.cuGraphLaunch(ge, r->stream));
+    RAW_MUST(g_drv.cuStreamSynchronize(r->stream));
+}
+
+/* Element 0 of cnt and y. */
+static void raw_read(raw_dev *r, float *cnt0, float *y0)
+{
+    RAW_MUST(g_drv.cuMemcpyDtoH(cnt0, r->cnt, sizeof *cnt0));
+    RAW_MUST(g_drv.cuMemcpyDtoH(y0, r->y, sizeof *y0));
+}
+
+static void raw_free(raw_dev *r)
+{
+    if (!r) return;
+    RAW_MUST(g_drv.cuCtxSetCurrent(r->ctx));
+    RAW_MUST(g_drv.cuStreamSynchronize(r->stream));
+    for (int k = 0; k < 2; k++) {
+        if (r->ge[k]) RAW_MUST(g_drv.cuGraphExecDestroy(r->ge[k]));
+        if (r->g[k]) RAW_MUST(g_drv.cuGraphDestroy(r->g[k]));
+    }
+    CUdeviceptr bufs[] = {r->cnt, r->one, r->w, r->x, r->y, r->acc};
+    for (size_t b = 0; b < sizeof bufs / sizeof bufs[0]; b++) RAW_MUST(g_drv.cuMemFree(bufs[b]));
+    RAW_MUST(g_drv.cuStreamDestroy(r->stream));
+    RAW_MUST(g_drv.cuModuleUnload(r->mod));
+    RAW_MUST(g_drv.cuDevicePrimaryCtxRelease(r->cu_dev));
+    free(r);
+}
+
+#else /* !INTEROP_HAVE_CUDA_H: the raw rows are skipped; the rest cannot be reached. */
+
+static int raw_load(char *why, size_t len)
+{
+    snprintf(why, len, "built without cuda.h (scripts/gpu-interop.sh puts the one it finds on the include path)");
+    return -1;
+}
+static const char *raw_driver_path(void) { return "-"; }
+static raw_dev *raw_setup(int dev, il_nccl_comm comm1, il_nccl_comm comm2)
+{
+    (void)comm1;
+    (void)comm2;
+    die("device %d: raw_setup without cuda.h", dev);
+}
+static void raw_make_current(raw_dev *r) { (void)r; }
+static void raw_replay_sync(raw_dev *r, int ndev)
+{
+    (void)r;
+    die("raw_replay_sync(%d devices) without cuda.h", ndev);
+}
+static void raw_read(raw_dev *r, float *cnt0, float *y0)
+{
+    (void)r;
+    *cnt0 = *y0 = 0.0f;
+}
+static void raw_free(raw_dev *r) { (void)r; }
+
+#endif /* INTEROP_HAVE_CUDA_H */
+
 /* ---- NCCL and fc-only rows (one worker thread per device) -------------------- */
 
 enum { OP_SETUP, OP_EAGER_SYNC, OP_REPLAY_SYNC, OP_LOOP, OP_FREE, OP_EXIT };
-enum { KIND_NCCL, KIND_FC };
+enum { KIND_NCCL, KIND_FC, KIND_RAW }; /* KIND_RAW: OP_LOOP only */
 
 typedef struct {
     int op, kind, ndev, iters;
@@ -272,7 +575,9 @@ typedef struct {
 
 typedef struct {
     int dev;
-    il_nccl_comm comm1, comm2; /* 1-rank (device 0 only) and 2-rank communicators */
+    il_nccl_comm comm1, comm2;         /* 1-rank (device 0 only) and 2-rank communicators */
+    il_nccl_comm raw_comm1, raw_comm2; /* the raw rows' own, alike */
+    raw_dev *raw;                      /* NULL without the raw rows */
     fc_cuda_ctx *ctx;
     fc_buffer *cnt, *one, *w, *x, *y, *acc;
     fc_graph *g_nccl1, *g_nccl2, *g_fc;
@@ -344,24 +649,38 @@ static void worker_setup(worker *wk)
         for (int k = 0; k < 3; k++)
             if (gs[k]) FC_MUST(fc_graph_launch(gs[k]));
     FC_MUST(fc_sync_ctx(wk->ctx));
+    if (g_have_raw) wk->raw = raw_setup(wk->dev, wk->raw_comm1, wk->raw_comm2);
 }
 
 static void worker_run(worker *wk, const command *c)
 {
     il_nccl_comm comm = c->ndev == 1 ? wk->comm1 : wk->comm2;
     fc_graph *g = c->kind == KIND_FC ? wk->g_fc : (c->ndev == 1 ? wk->g_nccl1 : wk->g_nccl2);
+    const int raw = c->kind == KIND_RAW;
+    if (raw) {
+        if (!wk->raw || c->op != OP_LOOP) die("device %d: no raw state for op %d", wk->dev, c->op);
+        raw_make_current(wk->raw);
+    }
     if (c->ndev == 2) pthread_barrier_wait(&g_start2);
     double start = now_us();
     for (int i = 0; i < c->iters; i++) {
         double t0 = now_us();
-        if (c->op == OP_EAGER_SYNC)
-            step_queue(wk, c->kind, comm);
-        else
-            FC_MUST(fc_graph_launch(g));
-        FC_MUST(fc_sync_ctx(wk->ctx));
+        if (raw) {
+            raw_replay_sync(wk->raw, c->ndev); /* cuGraphLaunch + cuStreamSynchronize */
+        } else {
+            if (c->op == OP_EAGER_SYNC)
+                step_queue(wk, c->kind, comm);
+            else
+                FC_MUST(fc_graph_launch(g));
+            FC_MUST(fc_sync_ctx(wk->ctx));
+        }
         wk->us[i] = now_us() - t0;
     }
     wk->elapsed_us = now_us() - start;
+    if (raw) {
+        raw_read(wk->raw, &wk->cnt0, &wk->y0);
+        return;
+    }
     FC_MUST(fc_buffer_download(wk->cnt, &wk->cnt0, sizeof(float)));
     FC_MUST(fc_buffer_download(wk->y, &wk->y0, sizeof(float)));
 }
@@ -372,6 +691,8 @@ static void worker_free(worker *wk)
     fc_graph_free(wk->g_nccl2);
     fc_graph_free(wk->g_fc);
     wk->g_nccl1 = wk->g_nccl2 = wk->g_fc = NULL;
+    raw_free(wk->raw);
+    wk->raw = NULL;
     fc_buffer *bufs[] = {wk->cnt, wk->one, wk->w, wk->x, wk->y, wk->acc};
     for (size_t b = 0; b < sizeof bufs / sizeof bufs[0]; b++) fc_buffer_free(bufs[b]);
 }
@@ -425,7 +746,7 @@ static void run_command(int op, int kind, int ndev, int iters, int nworkers)
     pthread_mutex_unlock(&g_mu);
 }
 
-/* After an NCCL command: y = sum over the ranks of cnt_d * w_d (w_d = 1 + d). */
+/* After an NCCL or raw command: y = sum over the ranks of cnt_d * w_d (w_d = 1 + d). */
 static void check_nccl_result(int ndev)
 {
     double want = 0.0;
@@ -452,12 +773,15 @@ static void nccl_times(int op, int ndev, int round, int nworkers)
  * prints both rate rows. */
 static void loop_rows(int kind, int round, int two, int nworkers)
 {
-    const char *base = kind == KIND_NCCL ? "interop_nccl_replay_loop_per_s" : "interop_fc_replay_loop_per_s";
-    const int kernels = kind == KIND_NCCL ? 4 : 3;
+    const char *base = kind == KIND_NCCL  ? "interop_nccl_replay_loop_per_s"
+                       : kind == KIND_RAW ? "interop_raw_nccl_replay_loop_per_s"
+                                          : "interop_fc_replay_loop_per_s";
+    const char *impl = kind == KIND_RAW ? "raw" : "fc";
+    const int kernels = kind == KIND_FC ? 3 : 4;
     double rate1 = 0.0;
     for (int ndev = 1; ndev <= (two ? 2 : 1); ndev++) {
         run_command(OP_LOOP, kind, ndev, g_loop_iters, nworkers);
-        if (kind == KIND_NCCL) check_nccl_result(ndev);
+        if (kind != KIND_FC) check_nccl_result(ndev);
         double per[NWORKERS] = {0}, total = 0.0;
         for (int d = 0; d < ndev; d++) total += per[d] = g_loop_iters / (g_workers[d].elapsed_us / 1e6);
         char extra[160] = "";
@@ -468,8 +792,9 @@ static void loop_rows(int kind, int round, int two, int nworkers)
             rate1 = total;
         char note[48] = "";
         if (ndev == 2) snprintf(note, sizeof note, " (%.2fx 1 device)", total / rate1);
-        printf("{\"impl\":\"fc\",\"row\":\"%s_%ddev\",\"kernels\":%d,\"iters_per_s\":%.1f,\"iters\":%d,\"round\":%d%s}\n",
-               base, ndev, kernels, total, g_loop_iters, round, extra);
+        printf("{\"impl\":\"%s\",\"row\":\"%s_%ddev\",\"kernels\":%d,\"iters_per_s\":%.1f,\"iters\":%d,"
+               "\"round\":%d%s}\n",
+               impl, base, ndev, kernels, total, g_loop_iters, round, extra);
         fflush(stdout);
         logf_("round %d %s_%ddev %.0f iterations/s%s", round, base, ndev, total, note);
     }
@@ -477,7 +802,8 @@ static void loop_rows(int kind, int round, int two, int nworkers)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: interop_bench [--rounds R] [--iters N] [--loop-iters N] [--count FLOATS] [--quick]\n");
+    fprintf(stderr, "usage: interop_bench [--rounds R] [--iters N] [--loop-iters N] [--count FLOATS] [--ptx FILE] "
+                    "[--quick]\n");
 }
 
 int main(int argc, char **argv)
@@ -497,6 +823,8 @@ int main(int argc, char **argv)
             g_loop_iters = atoi(argv[++i]);
         } else if (!strcmp(a, "--count") && has_value) {
             g_count = (size_t)strtoull(argv[++i], NULL, 10);
+        } else if (!strcmp(a, "--ptx") && has_value) {
+            g_ptx_path = argv[++i];
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage();
             return 0;
@@ -525,9 +853,14 @@ int main(int argc, char **argv)
     if (!g_have_cublas) logf_("no cuBLAS: %s", err);
     g_have_nccl = il_nccl_load(&g_nccl, err, sizeof err) == 0;
     if (!g_have_nccl) logf_("no NCCL: %s", err);
-    logf_("libfcgraph %s, %d device(s), cuBLAS %s, NCCL %s, count %zu floats, rounds %d, iters %d, loop %d",
-          fc_version(), ndev, g_have_cublas ? g_cublas.path : "-", g_have_nccl ? g_nccl.path : "-", g_count,
-          g_rounds, g_iters, g_loop_iters);
+    if (!g_have_nccl)
+        snprintf(g_no_raw, sizeof g_no_raw, "no libnccl");
+    else if (!(g_have_raw = raw_load(g_no_raw, sizeof g_no_raw) == 0))
+        logf_("no raw driver rows: %s", g_no_raw);
+    logf_("libfcgraph %s, %d device(s), cuBLAS %s, NCCL %s, raw driver %s (PTX %s), count %zu floats, rounds %d, "
+          "iters %d, loop %d",
+          fc_version(), ndev, g_have_cublas ? g_cublas.path : "-", g_have_nccl ? g_nccl.path : "-",
+          g_have_raw ? raw_driver_path() : "-", g_ptx_path, g_count, g_rounds, g_iters, g_loop_iters);
     if (il_required() && (!g_have_cublas || !g_have_nccl)) die("FC_REQUIRE_INTEROP=1 and a library is missing");
 
     gemm_bench gb;
@@ -538,6 +871,7 @@ int main(int argc, char **argv)
     const int two = ndev >= 2;
     const int nworkers = two ? 2 : 1;
     il_nccl_comm comm1 = NULL, comm2[2] = {NULL, NULL};
+    il_nccl_comm raw_comm1 = NULL, raw_comm2[2] = {NULL, NULL};
     if (g_have_nccl) {
         const int devs[2] = {0, 1};
         char buf[512];
@@ -545,6 +879,10 @@ int main(int argc, char **argv)
         if (r != IL_NCCL_SUCCESS) die("ncclCommInitAll(1, {0}): %s", il_nccl_error(&g_nccl, r, NULL, buf, sizeof buf));
         if (two && (r = g_nccl.ncclCommInitAll(comm2, 2, devs)) != IL_NCCL_SUCCESS)
             die("ncclCommInitAll(2, {0, 1}): %s", il_nccl_error(&g_nccl, r, NULL, buf, sizeof buf));
+        if (g_have_raw && (r = g_nccl.ncclCommInitAll(&raw_comm1, 1, devs)) != IL_NCCL_SUCCESS)
+            die("ncclCommInitAll(1, {0}) (raw rows): %s", il_nccl_error(&g_nccl, r, NULL, buf, sizeof buf));
+        if (g_have_raw && two && (r = g_nccl.ncclCommInitAll(raw_comm2, 2, devs)) != IL_NCCL_SUCCESS)
+            die("ncclCommInitAll(2, {0, 1}) (raw rows): %s", il_nccl_error(&g_nccl, r, NULL, buf, sizeof buf));
     }
     pthread_t threads[NWORKERS];
     if (pthread_barrier_init(&g_start2, NULL, 2) != 0) die("pthread_barrier_init failed");
@@ -552,6 +890,8 @@ int main(int argc, char **argv)
         g_workers[d].dev = d;
         g_workers[d].comm1 = d == 0 ? comm1 : NULL;
         g_workers[d].comm2 = comm2[d];
+        g_workers[d].raw_comm1 = d == 0 ? raw_comm1 : NULL;
+        g_workers[d].raw_comm2 = raw_comm2[d];
         atomic_store(&g_workers[d].busy_op, -1);
         if (pthread_create(&threads[d], NULL, worker_main, &g_workers[d]) != 0) die("pthread_create failed");
     }
@@ -573,6 +913,14 @@ int main(int argc, char **argv)
         emit_skip("interop_nccl_replay_sync_2dev", 4, why);
         emit_skip("interop_nccl_replay_loop_per_s_2dev", 4, why);
     }
+    if (!g_have_raw) {
+        emit_skip_as("raw", "interop_raw_nccl_replay_loop_per_s_1dev", 4, g_no_raw);
+        emit_skip_as("raw", "interop_raw_nccl_replay_loop_per_s_2dev", 4, g_no_raw);
+    } else if (!two) {
+        char why[64];
+        snprintf(why, sizeof why, "needs 2 CUDA devices, %d visible", ndev);
+        emit_skip_as("raw", "interop_raw_nccl_replay_loop_per_s_2dev", 4, why);
+    }
     if (!two) {
         char why[64];
         snprintf(why, sizeof why, "needs 2 CUDA devices, %d visible", ndev);
@@ -588,6 +936,7 @@ int main(int argc, char **argv)
                 nccl_times(first == OP_EAGER_SYNC ? OP_REPLAY_SYNC : OP_EAGER_SYNC, n, round, nworkers);
             }
             loop_rows(KIND_NCCL, round, two, nworkers);
+            if (g_have_raw) loop_rows(KIND_RAW, round, two, nworkers);
         }
         loop_rows(KIND_FC, round, two, nworkers);
     }
@@ -599,6 +948,13 @@ int main(int argc, char **argv)
         g_nccl.ncclCommDestroy(comm1);
         for (int d = 0; d < 2; d++)
             if (comm2[d]) g_nccl.ncclCommDestroy(comm2[d]);
+        il_nccl_comm raw_comms[3] = {raw_comm1, raw_comm2[0], raw_comm2[1]};
+        for (int k = 0; k < 3; k++) {
+            int r = raw_comms[k] ? g_nccl.ncclCommDestroy(raw_comms[k]) : IL_NCCL_SUCCESS;
+            char buf[512];
+            if (r != IL_NCCL_SUCCESS)
+                die("ncclCommDestroy (raw rows): %s", il_nccl_error(&g_nccl, r, NULL, buf, sizeof buf));
+        }
     }
     for (int d = 0; d < nworkers; d++) {
         fc_cuda_ctx_free(g_workers[d].ctx);
