@@ -34,11 +34,16 @@ fn main() {
             t("recapture_updates_graph_in_place", 1, recapture_updates_graph_in_place),
             t("shield_against_foreign_global_capture", 2, shield_against_foreign_global_capture),
             t("seed_scenario_in_rust", 2, seed_scenario_in_rust),
+            t("builtins_ignore_the_current_context", 1, builtins_ignore_the_current_context),
+            t(CONTEXTLESS_OFF_TEST, 1, fc_contextless_0_keeps_the_context_check),
         ],
     )
 }
 
 const N: usize = 4096;
+
+/// The test that re-runs itself with `FC_CONTEXTLESS=0`.
+const CONTEXTLESS_OFF_TEST: &str = "fc_contextless_0_keeps_the_context_check";
 
 /// The seed's layer body on N floats (see `fc_graph_tests::chain_n`).
 fn chain(ctx: &Context, x: &DeviceBuffer, y: &DeviceBuffer, z: &DeviceBuffer, pairs: usize) -> fc_graph::Result<()> {
@@ -320,10 +325,11 @@ fn recapture_updates_graph_in_place() -> TestResult {
     chain_cpu(&mut want, &ys2, 13);
     assert_exact("updated graph computes on the new buffers", &download(&x2, N).map_err(fail)?, &want)?;
     // Node counts are not taken at the end of a capture that recorded work
-    // (cuGraphGetNodes walks the graph); asked for, they are counted.
+    // (cuGraphGetNodes walks the graph); the update counted both graphs.
     ensure!(g.node_count().map_err(fail)? == 26, "26 nodes (13 pairs) after the update");
-    // Changed topology: one more pair. Neither side's count decides: the
-    // re-captured graph's is unknown, so the driver refuses the update.
+    // Changed topology: one more pair. The counts differ, so no update is
+    // tried (a failing cuGraphExecUpdate would be an API error to
+    // compute-sanitizer, which runs this test).
     x2.upload(&xs2).map_err(fail)?;
     let cap = ctx.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
     chain(&ctx, &x2, &y2, &z2, 14).map_err(fail)?;
@@ -456,5 +462,108 @@ fn seed_scenario_in_rust() -> TestResult {
     println!("seed scenario: {captured}/{ROUNDS} captures, interferer {ok} ok / {refused} refused");
     ensure!(captured == ROUNDS, "{} captures failed: {:?}", ROUNDS - captured, failures.first());
     ensure!(refused == 0 && ok > 0, "interferer: {ok} ok, {refused} refused");
+    Ok(())
+}
+
+/// Makes `ctx` current on this thread (raw driver call, as another library
+/// would) and returns what was current before.
+fn make_current(ctx: CUcontext) -> fc_graph::Result<CUcontext> {
+    let d = fc_graph::driver()?;
+    let mut prev: CUcontext = std::ptr::null_mut();
+    // SAFETY: valid out-pointer.
+    unsafe { (d.cuCtxGetCurrent)(&mut prev) };
+    // SAFETY: a live context (or NULL, which unbinds).
+    let rc = unsafe { (d.cuCtxSetCurrent)(ctx) };
+    if rc != CUDA_SUCCESS {
+        return Err(Error::invalid(format!("cuCtxSetCurrent returned {rc}")));
+    }
+    Ok(prev)
+}
+
+fn current_context() -> fc_graph::Result<CUcontext> {
+    let d = fc_graph::driver()?;
+    let mut cur: CUcontext = std::ptr::null_mut();
+    // SAFETY: valid out-pointer.
+    unsafe { (d.cuCtxGetCurrent)(&mut cur) };
+    Ok(cur)
+}
+
+/// Whether this process's built-ins should launch context-less: a CUDA
+/// 13.0+ driver with the library API, and `FC_CONTEXTLESS` not off.
+fn contextless_expected() -> fc_graph::Result<bool> {
+    let d = fc_graph::driver()?;
+    let env = std::env::var(fc_graph::library::CONTEXTLESS_ENV).ok();
+    Ok(d.driver_version() >= fc_graph::library::CONTEXTLESS_MIN_DRIVER_VERSION
+        && d.cuLibraryLoadData.is_some()
+        && fc_graph::library::contextless_env_value_allows(env.as_deref()))
+}
+
+/// An isolated context's built-ins, eager and captured, with another
+/// context current on the thread: device 0's primary context, then (two
+/// devices) device 1's, then none. Context-less launches (CUDA 13+) do not
+/// bind a context at all, the others push and pop theirs; either way the
+/// results are exact and the thread's current context is left as it was.
+fn builtins_ignore_the_current_context() -> TestResult {
+    let iso = Context::isolated(0).map_err(fail)?;
+    let keep0 = Context::new(0).map_err(fail)?; // alive while it is made current
+    let mut others = vec![keep0.raw_context()];
+    let keep1 = if Device::count().map_err(fail)? > 1 { Some(Context::new(1).map_err(fail)?) } else { None };
+    if let Some(c) = &keep1 {
+        others.push(c.raw_context());
+    }
+    others.push(std::ptr::null_mut());
+    let mut rng = Rng::new(23);
+    let xs: Vec<f32> = (0..N).map(|_| rng.f32_in(-1.0, 1.0)).collect();
+    let ys: Vec<f32> = (0..N).map(|_| rng.f32_in(-1.5, 1.5)).collect();
+    let (x, y, z) =
+        (upload(&iso, &xs).map_err(fail)?, upload(&iso, &ys).map_err(fail)?, iso.alloc(N * 4).map_err(fail)?);
+    iso.add(&x, &y, &z, N).map_err(fail)?; // loads the built-ins
+    let expected = contextless_expected().map_err(fail)?;
+    println!("built-ins context-less: {} (expected {expected})", iso.builtins_contextless());
+    ensure!(iso.builtins_contextless() == expected, "context-less built-ins where the driver allows them");
+    let before = current_context().map_err(fail)?;
+    let result = (|| -> TestResult {
+        for (i, &other) in others.iter().enumerate() {
+            make_current(other).map_err(fail)?;
+            x.upload(&xs).map_err(fail)?;
+            chain(&iso, &x, &y, &z, 13).map_err(fail)?;
+            let cap = iso.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
+            chain(&iso, &x, &y, &z, 13).map_err(fail)?;
+            let g = cap.end().map_err(fail)?;
+            ensure!(current_context().map_err(fail)? == other, "case {i}: the current context is left alone");
+            g.launch().map_err(fail)?;
+            let mut want = xs.clone();
+            chain_cpu(&mut want, &ys, 26);
+            assert_exact(&format!("case {i}: eager + replayed chain"), &download(&x, N).map_err(fail)?, &want)?;
+            ensure!(current_context().map_err(fail)? == other, "case {i}: still left alone");
+        }
+        Ok(())
+    })();
+    make_current(before).map_err(fail)?;
+    result
+}
+
+/// Runs `builtins_ignore_the_current_context` again with
+/// `FC_CONTEXTLESS=0` (read once per process): the built-ins then take the
+/// module path, with the same results.
+fn fc_contextless_0_keeps_the_context_check() -> TestResult {
+    if std::env::var(fc_graph::library::CONTEXTLESS_ENV).as_deref() == Ok("0") {
+        ensure!(!contextless_expected().map_err(fail)?, "FC_CONTEXTLESS=0 is read");
+        return builtins_ignore_the_current_context();
+    }
+    let exe = std::env::current_exe().map_err(fail)?;
+    let out = std::process::Command::new(&exe)
+        .args([CONTEXTLESS_OFF_TEST, "--exact", "--test-threads=1"])
+        .env(fc_graph::library::CONTEXTLESS_ENV, "0")
+        .output()
+        .map_err(fail)?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    print!("{}", stdout.lines().map(|l| format!("  [FC_CONTEXTLESS=0] {l}\n")).collect::<String>());
+    ensure!(
+        out.status.success() && stdout.contains("1 passed"),
+        "the FC_CONTEXTLESS=0 run failed ({}): {stdout}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
     Ok(())
 }

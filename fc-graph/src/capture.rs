@@ -161,7 +161,7 @@ impl<L> Recording<L> {
         let mut built = Vec::with_capacity(pieces.len());
         let mut failure = None;
         for (i, p) in pieces.into_iter().enumerate() {
-            let Pending::Segment(Some(g)) = p else {
+            let Pending::Segment(Some(mut g)) = p else {
                 built.push(match p {
                     Pending::Break(f) => Piece::Break(f),
                     _ => Piece::Segment(None),
@@ -169,7 +169,7 @@ impl<L> Recording<L> {
                 continue;
             };
             let updated = match graph.segment_exec(i) {
-                Some(exec) => exec.update_from(g),
+                Some(exec) => exec.update_from(&mut g),
                 None => Ok(false),
             };
             built.push(match updated {

@@ -28,8 +28,8 @@ pub(crate) struct GraphExec {
     exec: CUgraphExec,
     source: CUgraph,
     /// Nodes in `source`, once known: counted at the capture's end when
-    /// that was cheap, else on the first [`GraphExec::node_count`]. An
-    /// in-place update keeps it (same topology, same count).
+    /// that was cheap, else by the first update or [`GraphExec::node_count`].
+    /// An in-place update keeps it (same topology, same count).
     nodes: OnceLock<usize>,
     ctx: Context,
 }
@@ -37,7 +37,8 @@ pub(crate) struct GraphExec {
 /// A graph that a capture segment recorded, and its node count where the
 /// end of the segment knew it. `cuGraphGetNodes` walks the whole graph (67
 /// µs for 2,600 nodes on an H200, as long as re-capturing 200 kernels), so
-/// the hot paths never count a graph they know is not empty.
+/// a graph is counted only where the count is needed: never on the way to
+/// instantiation, once (the new graph) on the way to an in-place update.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Captured {
     pub(crate) graph: CUgraph,
@@ -81,20 +82,28 @@ impl GraphExec {
     /// `Ok(false)`: the driver cannot (a different node count, a topology
     /// the driver refuses, or a driver older than CUDA 12.0 without
     /// `cuGraphExecUpdate`) and the caller still owns the graph, as on
-    /// error. Where both node counts are known already and differ, no
-    /// driver call is made; otherwise `cuGraphExecUpdate` itself refuses a
-    /// different topology (the executable is then left as it was). One
-    /// context binding covers the update and the old source's destroy.
-    pub(crate) fn update_from(&mut self, captured: Captured) -> Result<bool> {
-        if let (Some(&have), Some(new)) = (self.nodes.get(), captured.nodes) {
-            if have != new {
-                return Ok(false);
-            }
-        }
+    /// error.
+    ///
+    /// The node counts are compared first, so that a plainly different
+    /// graph costs no failing driver call (a failed `cuGraphExecUpdate` is
+    /// an API error to compute-sanitizer): the new graph is counted here
+    /// unless its count is known (and `captured` keeps it for the caller),
+    /// the executable's count is counted once and kept. One context binding
+    /// covers the counts, the update and the old source's destroy.
+    pub(crate) fn update_from(&mut self, captured: &mut Captured) -> Result<bool> {
         let (exec, old_source, graph) = (self.exec, self.source, captured.graph);
-        let updated = shielded(self.ctx.raw_ctx(), |d| {
-            let Some(update) = d.cuGraphExecUpdate else {
-                return Ok(false);
+        let (known_old, known_new) = (self.nodes.get().copied(), captured.nodes);
+        let (updated, old_nodes, new_nodes) = shielded(self.ctx.raw_ctx(), |d| {
+            let old_nodes = match known_old {
+                Some(n) => n,
+                None => node_count(d, old_source)?,
+            };
+            let new_nodes = match known_new {
+                Some(n) => n,
+                None => node_count(d, graph)?,
+            };
+            let Some(update) = d.cuGraphExecUpdate.filter(|_| old_nodes == new_nodes) else {
+                return Ok((false, old_nodes, new_nodes));
             };
             let mut info = CUgraphExecUpdateResultInfo {
                 result: CU_GRAPH_EXEC_UPDATE_SUCCESS,
@@ -104,21 +113,20 @@ impl GraphExec {
             // SAFETY: live executable graph and source graph; valid out-pointer.
             let res = unsafe { update(exec, graph, &mut info) };
             if res == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE {
-                return Ok(false);
+                return Ok((false, old_nodes, new_nodes));
             }
             check("cuGraphExecUpdate", res)?;
             // SAFETY: the replaced source graph, ours, destroyed once; the
             // executable no longer needs it.
             unsafe { (d.cuGraphDestroy)(old_source) };
-            Ok(true)
+            Ok((true, old_nodes, new_nodes))
         })?;
+        captured.nodes = Some(new_nodes);
         if updated {
             self.source = graph;
-            if let Some(n) = captured.nodes {
-                // Same topology: a count known for either graph holds for both.
-                let _ = self.nodes.set(n);
-            }
         }
+        // Updated: the new graph's count is the old one's (same topology).
+        let _ = self.nodes.set(old_nodes);
         Ok(updated)
     }
 

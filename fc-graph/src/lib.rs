@@ -266,6 +266,7 @@ pub mod features;
 pub mod graph;
 pub mod held;
 pub mod launch;
+pub mod library;
 pub mod module;
 pub mod pool;
 pub mod ptx_params;
