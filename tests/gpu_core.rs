@@ -35,15 +35,11 @@ fn main() {
             t("shield_against_foreign_global_capture", 2, shield_against_foreign_global_capture),
             t("seed_scenario_in_rust", 2, seed_scenario_in_rust),
             t("builtins_ignore_the_current_context", 1, builtins_ignore_the_current_context),
-            t(CONTEXTLESS_OFF_TEST, 1, fc_contextless_0_keeps_the_context_check),
         ],
     )
 }
 
 const N: usize = 4096;
-
-/// The test that re-runs itself with `FC_CONTEXTLESS=0`.
-const CONTEXTLESS_OFF_TEST: &str = "fc_contextless_0_keeps_the_context_check";
 
 /// The seed's layer body on N floats (see `fc_graph_tests::chain_n`).
 fn chain(ctx: &Context, x: &DeviceBuffer, y: &DeviceBuffer, z: &DeviceBuffer, pairs: usize) -> fc_graph::Result<()> {
@@ -488,21 +484,11 @@ fn current_context() -> fc_graph::Result<CUcontext> {
     Ok(cur)
 }
 
-/// Whether this process's built-ins should launch context-less: a CUDA
-/// 13.0+ driver with the library API, and `FC_CONTEXTLESS` not off.
-fn contextless_expected() -> fc_graph::Result<bool> {
-    let d = fc_graph::driver()?;
-    let env = std::env::var(fc_graph::library::CONTEXTLESS_ENV).ok();
-    Ok(d.driver_version() >= fc_graph::library::CONTEXTLESS_MIN_DRIVER_VERSION
-        && d.cuLibraryLoadData.is_some()
-        && fc_graph::library::contextless_env_value_allows(env.as_deref()))
-}
-
 /// An isolated context's built-ins, eager and captured, with another
-/// context current on the thread: device 0's primary context, then (two
-/// devices) device 1's, then none. Context-less launches (CUDA 13+) do not
-/// bind a context at all, the others push and pop theirs; either way the
-/// results are exact and the thread's current context is left as it was.
+/// context current on the thread (as another library leaves it): device
+/// 0's primary context, then (two devices) device 1's, then none. Each
+/// launch binds the isolated context around itself: the results are exact
+/// and the thread's current context is left as it was.
 fn builtins_ignore_the_current_context() -> TestResult {
     let iso = Context::isolated(0).map_err(fail)?;
     let keep0 = Context::new(0).map_err(fail)?; // alive while it is made current
@@ -518,9 +504,6 @@ fn builtins_ignore_the_current_context() -> TestResult {
     let (x, y, z) =
         (upload(&iso, &xs).map_err(fail)?, upload(&iso, &ys).map_err(fail)?, iso.alloc(N * 4).map_err(fail)?);
     iso.add(&x, &y, &z, N).map_err(fail)?; // loads the built-ins
-    let expected = contextless_expected().map_err(fail)?;
-    println!("built-ins context-less: {} (expected {expected})", iso.builtins_contextless());
-    ensure!(iso.builtins_contextless() == expected, "context-less built-ins where the driver allows them");
     let before = current_context().map_err(fail)?;
     let result = (|| -> TestResult {
         for (i, &other) in others.iter().enumerate() {
@@ -541,29 +524,4 @@ fn builtins_ignore_the_current_context() -> TestResult {
     })();
     make_current(before).map_err(fail)?;
     result
-}
-
-/// Runs `builtins_ignore_the_current_context` again with
-/// `FC_CONTEXTLESS=0` (read once per process): the built-ins then take the
-/// module path, with the same results.
-fn fc_contextless_0_keeps_the_context_check() -> TestResult {
-    if std::env::var(fc_graph::library::CONTEXTLESS_ENV).as_deref() == Ok("0") {
-        ensure!(!contextless_expected().map_err(fail)?, "FC_CONTEXTLESS=0 is read");
-        return builtins_ignore_the_current_context();
-    }
-    let exe = std::env::current_exe().map_err(fail)?;
-    let out = std::process::Command::new(&exe)
-        .args([CONTEXTLESS_OFF_TEST, "--exact", "--test-threads=1"])
-        .env(fc_graph::library::CONTEXTLESS_ENV, "0")
-        .output()
-        .map_err(fail)?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    print!("{}", stdout.lines().map(|l| format!("  [FC_CONTEXTLESS=0] {l}\n")).collect::<String>());
-    ensure!(
-        out.status.success() && stdout.contains("1 passed"),
-        "the FC_CONTEXTLESS=0 run failed ({}): {stdout}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(())
 }

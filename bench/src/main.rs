@@ -213,12 +213,6 @@ fn run(args: &Args) -> Result<()> {
 
     if !args.features_only {
         let chain = Chain::new(Context::new(args.device)?, args.n)?;
-        chain.ctx.add(&chain.x, &chain.y, &chain.z, args.n)?; // loads the built-ins
-        eprintln!(
-            "[fc] built-ins: PDL {}, context-less launches (no per-launch context check) {}",
-            chain.ctx.pdl_enabled(),
-            chain.ctx.builtins_contextless()
-        );
         for &k in &args.kernels {
             in_both_modes(&chain, k, ROWS_PER_MODE, |mode| bench_k(&chain, k, args.warmup, args.iters_for(k), mode))?;
         }

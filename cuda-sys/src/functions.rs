@@ -191,14 +191,6 @@ driver_functions! {
     /// Writes a graph as Graphviz DOT (diagnostics; CUDA 11.3+).
     optional fn cuGraphDebugDotPrint(hGraph: CUgraph, path: *const c_char, flags: c_uint) -> CUresult = 11030;
 
-    // --- context-independent libraries (CUDA 12.0+) ----------------------------
-    /// Loads PTX, cubin or fatbin as a library whose kernels launch in the context of the stream they are launched on.
-    optional fn cuLibraryLoadData(library: *mut CUlibrary, code: *const c_void, jitOptions: *mut CUjit_option, jitOptionsValues: *mut *mut c_void, numJitOptions: c_uint, libraryOptions: *mut CUlibraryOption, libraryOptionValues: *mut *mut c_void, numLibraryOptions: c_uint) -> CUresult = 12000;
-    optional fn cuLibraryUnload(library: CUlibrary) -> CUresult = 12000;
-    optional fn cuLibraryGetKernel(pKernel: *mut CUkernel, library: CUlibrary, name: *const c_char) -> CUresult = 12000;
-    /// The kernel's function in the current context (loads it there if needed).
-    optional fn cuKernelGetFunction(pFunc: *mut CUfunction, kernel: CUkernel) -> CUresult = 12000;
-
     // --- events (timing) ---------------------------------------------------
     required fn cuEventCreate(phEvent: *mut CUevent, Flags: c_uint) -> CUresult = 2000;
     required fn cuEventRecord(hEvent: CUevent, hStream: CUstream) -> CUresult = 2000;

@@ -84,18 +84,7 @@ macro_rules! unions {
     };
 }
 
-opaque!(
-    CUctx_st,
-    CUmod_st,
-    CUfunc_st,
-    CUstream_st,
-    CUevent_st,
-    CUgraph_st,
-    CUgraphExec_st,
-    CUgraphNode_st,
-    CUlib_st,
-    CUkern_st,
-);
+opaque!(CUctx_st, CUmod_st, CUfunc_st, CUstream_st, CUevent_st, CUgraph_st, CUgraphExec_st, CUgraphNode_st,);
 
 aliases! {
     /// `cuuint64_t` (`uint64_t`).
@@ -116,12 +105,6 @@ aliases! {
     pub type CUgraph = *mut CUgraph_st;
     pub type CUgraphExec = *mut CUgraphExec_st;
     pub type CUgraphNode = *mut CUgraphNode_st;
-    /// A context-independent library (CUDA 12.0+).
-    pub type CUlibrary = *mut CUlib_st;
-    /// A context-independent kernel of a library (CUDA 12.0+).
-    pub type CUkernel = *mut CUkern_st;
-    /// `enum CUlibraryOption_enum`.
-    pub type CUlibraryOption = c_uint;
     /// `enum CUstreamCaptureMode_enum`.
     pub type CUstreamCaptureMode = c_uint;
     /// `enum CUstreamCaptureStatus_enum`.

@@ -12,7 +12,6 @@ use crate::buffer::DeviceBuffer;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::launch::{launch_kernel, pdl_allowed_on};
-use crate::library::{contextless_allowed, LibraryHandle};
 use crate::module::{LaunchConfig, ModuleHandle};
 
 /// The PTX text (ISA 7.0, sm_35), embedded at build time.
@@ -46,23 +45,13 @@ impl BinaryOp {
 
 /// The loaded module and its two kernels.
 pub(crate) struct Builtins {
-    /// Launch handles: `CUfunction`s of a module, or `CUkernel`s of a
-    /// context-independent library passed as `CUfunction` (see
-    /// [`crate::library`]).
     add: CUfunction,
     mul: CUfunction,
+    /// The sm_90 variant is loaded: launches use PDL (unless the context's
+    /// switch is off).
     pdl: bool,
-    /// The handles are context-less kernels: launches need no current
-    /// context (the driver takes it from the stream).
-    contextless: bool,
     // Dropped after the function handles it owns.
-    _code: Code,
-}
-
-/// What holds the built-ins' code.
-enum Code {
-    Module(#[allow(dead_code)] ModuleHandle),
-    Library(#[allow(dead_code)] LibraryHandle),
+    _module: ModuleHandle,
 }
 
 // SAFETY: function handles may be used from any thread; the module is kept alive alongside.
@@ -71,6 +60,9 @@ unsafe impl Send for Builtins {}
 unsafe impl Sync for Builtins {}
 
 impl Builtins {
+    /// Loads the PDL variant where it can be used, else the sm_35 one. A
+    /// driver that fails to JIT the sm_90 variant gets the sm_35 one (and
+    /// no PDL: [`Context::pdl_enabled`] then says `false`).
     fn load(ctx: &Context) -> Result<Builtins> {
         if pdl_allowed_on(&ctx.device()) {
             if let Ok(b) = Self::load_variant(ctx, ELEMENTWISE_SM90_PTX, true) {
@@ -81,27 +73,11 @@ impl Builtins {
     }
 
     fn load_variant(ctx: &Context, ptx: &str, pdl: bool) -> Result<Builtins> {
-        let names = [BinaryOp::Add.name(), BinaryOp::Mul.name()];
-        if contextless_allowed() {
-            // A library that fails to load (an old JIT, EAGER module loading
-            // into a context of another device) falls back to the module.
-            if let Ok((library, kernels)) = LibraryHandle::load(ctx.raw_ctx(), ptx, &names) {
-                if let [add, mul] = kernels[..] {
-                    return Ok(Builtins {
-                        add: add.cast(),
-                        mul: mul.cast(),
-                        pdl,
-                        contextless: true,
-                        _code: Code::Library(library),
-                    });
-                }
-            }
-        }
         // No owner: the context destroys its built-ins itself, first.
         let module = ModuleHandle::load_unowned(ctx.raw_ctx(), ptx)?;
-        let (add, _) = module.function(names[0])?;
-        let (mul, _) = module.function(names[1])?;
-        Ok(Builtins { add, mul, pdl, contextless: false, _code: Code::Module(module) })
+        let (add, _) = module.function(BinaryOp::Add.name())?;
+        let (mul, _) = module.function(BinaryOp::Mul.name())?;
+        Ok(Builtins { add, mul, pdl, _module: module })
     }
 }
 
@@ -120,12 +96,6 @@ impl Context {
     /// are loaded.
     pub(crate) fn builtins_use_pdl(&self) -> Option<bool> {
         self.inner.builtins.get().map(|b| b.pdl)
-    }
-
-    /// Whether the built-ins are loaded and launch context-less (no
-    /// current-context check per launch; see [`crate::library`]).
-    pub fn builtins_contextless(&self) -> bool {
-        self.inner.builtins.get().is_some_and(|b| b.contextless)
     }
 
     /// Checks that `buf` can take part in an `n`-element f32 operation here.
@@ -170,7 +140,7 @@ impl Context {
         // u32) as both PTX variants declare; each params entry points at a
         // live value of that size. Both variants wait before touching memory,
         // so PDL is safe for them.
-        unsafe { launch_kernel(self, f, &cfg, params.as_mut_ptr(), pdl, builtins.contextless) }
+        unsafe { launch_kernel(self, f, &cfg, params.as_mut_ptr(), pdl) }
     }
 
     /// `out = a + b` over `n` floats; see [`Context::binary`].

@@ -361,13 +361,6 @@ impl Context {
         bound(self.inner.raw, f).inspect_err(|e| self.note_failure(e))
     }
 
-    /// Runs `f` without touching the thread's current context: for calls
-    /// that take their context from a handle (context-less kernel launches
-    /// on the context's stream).
-    pub(crate) fn unbound<T>(&self, f: impl FnOnce(&'static Driver) -> Result<T>) -> Result<T> {
-        driver().and_then(f).inspect_err(|e| self.note_failure(e))
-    }
-
     /// Runs `f` with the context current and the capture shield raised.
     pub(crate) fn shielded<T>(&self, f: impl FnOnce(&'static Driver) -> Result<T>) -> Result<T> {
         shielded(self.inner.raw, f).inspect_err(|e| self.note_failure(e))

@@ -160,26 +160,20 @@ fn pdl_attribute() -> CUlaunchAttribute {
 /// driver has it), else through `cuLaunchKernel`. The caller decides `pdl`
 /// (device support, switches, the kernel's consent).
 ///
-/// `contextless`: `f` is a library's `CUkernel` (see [`crate::library`]),
-/// launched in the context of `ctx`'s stream without making that context
-/// current; else `ctx` is made current around the launch.
-///
 /// # Safety
-/// `f` is a live function loaded into `ctx`'s context (or, `contextless`,
-/// a live kernel resident in it), and `params` is a `cuLaunchKernel`
-/// parameter array for it: one pointer per kernel parameter, each to a
-/// value of that parameter's size, valid for the call.
+/// `f` is a live function loaded into `ctx`'s context, and `params` is a
+/// `cuLaunchKernel` parameter array for it: one pointer per kernel
+/// parameter, each to a value of that parameter's size, valid for the call.
 pub(crate) unsafe fn launch_kernel(
     ctx: &Context,
     f: CUfunction,
     cfg: &LaunchConfig,
     params: *mut *mut c_void,
     pdl: bool,
-    contextless: bool,
 ) -> Result<()> {
     let stream = ctx.raw_stream();
     let (g, b) = (cfg.grid, cfg.block);
-    let launch = |d: &'static Driver| match d.cuLaunchKernelEx.filter(|_| pdl) {
+    ctx.bound(|d| match d.cuLaunchKernelEx.filter(|_| pdl) {
         Some(launch_ex) => {
             let mut attr = pdl_attribute();
             let config = CUlaunchConfig {
@@ -217,12 +211,7 @@ pub(crate) unsafe fn launch_kernel(
                 )
             })
         }
-    };
-    if contextless {
-        ctx.unbound(launch)
-    } else {
-        ctx.bound(launch)
-    }
+    })
 }
 
 #[cfg(test)]

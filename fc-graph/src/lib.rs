@@ -266,7 +266,6 @@ pub mod features;
 pub mod graph;
 pub mod held;
 pub mod launch;
-pub mod library;
 pub mod module;
 pub mod pool;
 pub mod ptx_params;

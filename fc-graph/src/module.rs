@@ -124,7 +124,7 @@ impl ModuleHandle {
 }
 
 /// Appends the JIT's error log to a load failure.
-pub(crate) fn with_jit_log(e: Error, log: &[u8]) -> Error {
+fn with_jit_log(e: Error, log: &[u8]) -> Error {
     let text: String = String::from_utf8_lossy(log).trim_end_matches('\0').trim().to_string();
     match e {
         Error::Cuda { call, code, name, description } if !text.is_empty() => {
@@ -527,7 +527,7 @@ impl Kernel {
         // SAFETY: a live function usable on `ctx` (checked above); `params`
         // per the caller's contract; PDL only where the caller opted in for
         // this kernel.
-        unsafe { launch_kernel(ctx, self.func, &cfg, params, pdl, false) }
+        unsafe { launch_kernel(ctx, self.func, &cfg, params, pdl) }
     }
 }
 
