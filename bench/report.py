@@ -512,7 +512,11 @@ def pdl_table(data, status, tally, missed):
             "kernels/elementwise_sm90.ptx. Goals: `graph_launch_sync` with PDL ≥1.25x faster than raw plain "
             "and ≤1.05x raw PDL; `recapture_update` ≤1.10x raw in each mode (PDL vs PDL, plain vs plain). "
             "`recapture_update` timers on both sides include destroying one K-node CUgraph (raw: the graph it "
-            "just re-captured, after cuGraphExecUpdate; fc-graph: the replaced source graph, inside end_update)."]
+            "just re-captured, after cuGraphExecUpdate; fc-graph: the replaced source graph, inside end_update). "
+            "fc-graph's `end_update` also counts the re-captured graph's nodes (one `cuGraphGetNodes` walk, "
+            "see `graph_node_count` in the steps table) so that it never tries an update the driver would refuse "
+            "(a refused `cuGraphExecUpdate` is an API error to compute-sanitizer), and checks the context "
+            "before each launch (`ctx_get_current`)."]
     return out
 
 
