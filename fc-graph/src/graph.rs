@@ -294,8 +294,8 @@ impl<L> Graph<L> {
 
     /// Nodes in each piece, in order (`segment_count()` entries): a
     /// segment's node count (`cuGraphGetNodes` on the graph it was
-    /// instantiated or last updated from, counted when it was captured), 0
-    /// for a break or a segment that recorded no work.
+    /// instantiated or last updated from, counted once, when first needed),
+    /// 0 for a break or a segment that recorded no work.
     pub fn piece_node_counts(&self) -> Result<Vec<usize>> {
         self.pieces
             .iter()
