@@ -513,10 +513,11 @@ def pdl_table(data, status, tally, missed):
             "and ≤1.05x raw PDL; `recapture_update` ≤1.10x raw in each mode (PDL vs PDL, plain vs plain). "
             "`recapture_update` timers on both sides include destroying one K-node CUgraph (raw: the graph it "
             "just re-captured, after cuGraphExecUpdate; fc-graph: the replaced source graph, inside end_update). "
-            "fc-graph's `end_update` also counts the re-captured graph's nodes (one `cuGraphGetNodes` walk, "
-            "see `graph_node_count` in the steps table) so that it never tries an update the driver would refuse "
-            "(a refused `cuGraphExecUpdate` is an API error to compute-sanitizer), and checks the context "
-            "before each launch (`ctx_get_current`)."]
+            "fc-graph's `end_update` never tries an update the driver would refuse (a refused "
+            "`cuGraphExecUpdate` is an API error to compute-sanitizer): here, where only its own launches "
+            "recorded the graph, their sequence tells it the topology; where other work may be in the graph, "
+            "it counts the re-captured graph's nodes first (one `cuGraphGetNodes` walk, see `graph_node_count` "
+            "in the steps table)."]
     return out
 
 

@@ -32,6 +32,7 @@ fn main() {
             t("events_time_device_work", 1, events_time_device_work),
             t("contexts_on_one_device_are_independent", 1, contexts_on_one_device_are_independent),
             t("recapture_updates_graph_in_place", 1, recapture_updates_graph_in_place),
+            t("recapture_topology_changes_never_reach_the_driver", 1, recapture_topology_changes_never_reach_the_driver),
             t("shield_against_foreign_global_capture", 2, shield_against_foreign_global_capture),
             t("seed_scenario_in_rust", 2, seed_scenario_in_rust),
             t("builtins_ignore_the_current_context", 1, builtins_ignore_the_current_context),
@@ -338,6 +339,65 @@ fn recapture_updates_graph_in_place() -> TestResult {
     assert_exact("re-instantiated graph", &download(&x2, N).map_err(fail)?, &want)
 }
 
+/// Re-captures into one graph, each changing what the previous recorded:
+/// the library's launch sequence tells it without counting nodes whether
+/// the topology still matches, and a change never reaches
+/// cuGraphExecUpdate as a refused update (compute-sanitizer runs this
+/// test): more kernels, other launch kinds (PDL off), a fill in the
+/// segment, and, after the stream was handed out (foreign work possible),
+/// the node-count check. Every graph computes exactly.
+fn recapture_topology_changes_never_reach_the_driver() -> TestResult {
+    let ctx = Context::new(0).map_err(fail)?;
+    let in_place = fc_graph::driver().map_err(fail)?.cuGraphExecUpdate.is_some();
+    let pdl = ctx.pdl_enabled();
+    let mut rng = Rng::new(41);
+    let xs: Vec<f32> = (0..N).map(|_| rng.f32_in(-1.0, 1.0)).collect();
+    let ys: Vec<f32> = (0..N).map(|_| rng.f32_in(-1.5, 1.5)).collect();
+    let (x, y, z) =
+        (upload(&ctx, &xs).map_err(fail)?, upload(&ctx, &ys).map_err(fail)?, ctx.alloc(N * 4).map_err(fail)?);
+    let pad = ctx.alloc(64).map_err(fail)?;
+    let cap = ctx.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
+    chain(&ctx, &x, &y, &z, 13).map_err(fail)?;
+    let mut g = cap.end().map_err(fail)?;
+    // (what changes, pairs, PDL switch, fill in the segment, stream handed
+    // out first, updated in place?)
+    let steps: [(&str, usize, bool, bool, bool, bool); 7] = [
+        ("same launches", 13, true, false, false, true),
+        ("one pair more", 14, true, false, false, false),
+        ("same again", 14, true, false, false, true),
+        ("PDL off: other edge kinds", 14, false, false, false, !pdl),
+        ("a fill in the segment", 14, false, true, false, false),
+        ("the same with the fill", 14, false, true, false, true),
+        ("stream handed out: counted, same topology", 14, false, true, true, true),
+    ];
+    for (what, pairs, pdl_on, fill, share, want_updated) in steps {
+        ctx.set_pdl(pdl_on);
+        if share {
+            ensure!(!ctx.raw_stream().is_null(), "{what}: a stream");
+        }
+        x.upload(&xs).map_err(fail)?;
+        let cap = ctx.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
+        if fill {
+            pad.fill_bytes(0, 64, 7).map_err(fail)?;
+        }
+        chain(&ctx, &x, &y, &z, pairs).map_err(fail)?;
+        let report = cap.end_update(&mut g).map_err(fail)?;
+        println!("{what}: {report:?}");
+        let want_updated = want_updated && in_place;
+        ensure!(
+            report.updated == usize::from(want_updated) && report.instantiated == usize::from(!want_updated),
+            "{what}: updated in place {want_updated} expected, got {report:?}"
+        );
+        ensure!(g.node_count().map_err(fail)? == 2 * pairs + usize::from(fill), "{what}: node count");
+        g.launch().map_err(fail)?;
+        let mut want = xs.clone();
+        chain_cpu(&mut want, &ys, pairs);
+        assert_exact(what, &download(&x, N).map_err(fail)?, &want)?;
+    }
+    ctx.set_pdl(true);
+    Ok(())
+}
+
 /// Another "library" opens a GLOBAL-mode capture on device 0 (PyTorch's
 /// default). While it is open, another thread uses fc-graph on device 1:
 /// allocate, copy, synchronize, free, load a module, capture, instantiate,
@@ -486,9 +546,11 @@ fn current_context() -> fc_graph::Result<CUcontext> {
 
 /// An isolated context's built-ins, eager and captured, with another
 /// context current on the thread (as another library leaves it): device
-/// 0's primary context, then (two devices) device 1's, then none. Each
-/// launch binds the isolated context around itself: the results are exact
-/// and the thread's current context is left as it was.
+/// 0's primary context, then (two devices) device 1's, then none. On
+/// CUDA 13+ drivers launches take the context from the function and
+/// stream (no binding); on older ones each launch binds the isolated
+/// context around itself. Either way the results are exact and the
+/// thread's current context is left as it was.
 fn builtins_ignore_the_current_context() -> TestResult {
     let iso = Context::isolated(0).map_err(fail)?;
     let keep0 = Context::new(0).map_err(fail)?; // alive while it is made current

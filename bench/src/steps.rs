@@ -212,10 +212,22 @@ struct Rig {
     func_mul: CUfunction,
     /// The bare launches use PDL (as the library's built-ins do here).
     pdl: bool,
+    /// A second stream of the same CUDA context for the bare calls: asking
+    /// for `ctx`'s own stream would mark it as shared with foreign work,
+    /// which makes the library's re-capture updates count nodes (see
+    /// `Context::raw_stream`).
+    bare_stream: CUstream,
+    bare: Context,
     _module: Module,
 }
 
 impl Rig {
+    /// Waits for both streams.
+    fn sync(&self) -> Result<()> {
+        self.ctx.synchronize()?;
+        self.bare.synchronize()
+    }
+
     /// K kernels through the library.
     fn fc_chain(&self, k: usize) -> Result<()> {
         for i in 0..k {
@@ -268,7 +280,7 @@ impl Rig {
                     blockDimY: 1,
                     blockDimZ: 1,
                     sharedMemBytes: 0,
-                    hStream: self.ctx.raw_stream(),
+                    hStream: self.bare_stream,
                     attrs: &mut attr,
                     numAttrs: 1,
                 };
@@ -287,7 +299,7 @@ impl Rig {
                     1,
                     1,
                     0,
-                    self.ctx.raw_stream(),
+                    self.bare_stream,
                     p.as_mut_ptr(),
                     std::ptr::null_mut(),
                 )
@@ -316,6 +328,7 @@ pub fn run_steps(cfg: &StepsConfig, out: &mut dyn FnMut(StepOutput)) -> Result<(
     let pdl = ctx.pdl_enabled();
     let ptx = if pdl { fc_graph::builtins::ELEMENTWISE_SM90_PTX } else { fc_graph::builtins::ELEMENTWISE_PTX };
     let module = Module::from_ptx(&ctx, ptx)?;
+    let bare = Context::new(device)?;
     let rig = Rig {
         x: ctx.alloc(n * 4)?,
         y: ctx.alloc(n * 4)?,
@@ -324,13 +337,15 @@ pub fn run_steps(cfg: &StepsConfig, out: &mut dyn FnMut(StepOutput)) -> Result<(
         func_add: module.kernel("fc_add_f32")?.raw_function(),
         func_mul: module.kernel("fc_mul_f32")?.raw_function(),
         pdl,
+        bare_stream: bare.raw_stream(),
+        bare,
         _module: module,
         ctx,
     };
-    let stream = rig.ctx.raw_stream();
+    let stream = rig.bare_stream;
     out(StepOutput::Pdl(rig.pdl));
     rig.fc_chain(26)?; // loads the built-ins, binds the context to this thread
-    rig.ctx.synchronize()?;
+    rig.sync()?;
 
     // Single driver calls the library adds around the work.
     let mut cur: CUcontext = std::ptr::null_mut();
@@ -359,11 +374,11 @@ pub fn run_steps(cfg: &StepsConfig, out: &mut dyn FnMut(StepOutput)) -> Result<(
             let t0 = Instant::now();
             rig.fc_chain(k)?;
             fc.push(us_since(t0, Instant::now()) / k as f64);
-            rig.ctx.synchronize()?;
+            rig.sync()?;
             let t0 = Instant::now();
             rig.raw_chain(d, k)?;
             raw.push(us_since(t0, Instant::now()) / k as f64);
-            rig.ctx.synchronize()?;
+            rig.sync()?;
         }
         emit(out, "eager_per_kernel", Variant::Fc, k, &mut fc);
         emit(out, "eager_per_kernel", Variant::Bare, k, &mut raw);
@@ -427,12 +442,12 @@ pub fn run_steps(cfg: &StepsConfig, out: &mut dyn FnMut(StepOutput)) -> Result<(
             let t0 = Instant::now();
             g.launch()?;
             fc.push(us_since(t0, Instant::now()));
-            rig.ctx.synchronize()?;
+            rig.sync()?;
             let t0 = Instant::now();
             // SAFETY: live executable and stream.
             ok("cuGraphLaunch", unsafe { (d.cuGraphLaunch)(exec, stream) })?;
             raw.push(us_since(t0, Instant::now()));
-            rig.ctx.synchronize()?;
+            rig.sync()?;
             let t0 = Instant::now();
             let mut m = CU_STREAM_CAPTURE_MODE_RELAXED;
             // SAFETY: exchange, launch, exchange back; valid pointers and handles.
@@ -442,7 +457,7 @@ pub fn run_steps(cfg: &StepsConfig, out: &mut dyn FnMut(StepOutput)) -> Result<(
                 ok("exchange", (d.cuThreadExchangeStreamCaptureMode)(&mut m))?;
             }
             shielded.push(us_since(t0, Instant::now()));
-            rig.ctx.synchronize()?;
+            rig.sync()?;
         }
         drop(g);
 
@@ -455,7 +470,7 @@ pub fn run_steps(cfg: &StepsConfig, out: &mut dyn FnMut(StepOutput)) -> Result<(
             rig.fc_chain(k)?;
             let g = cap.end()?;
             g.launch()?;
-            rig.ctx.synchronize()?;
+            rig.sync()?;
             drop(g);
             fc_cycle.push(us_since(t0, Instant::now()));
             let t0 = Instant::now();
@@ -488,7 +503,7 @@ pub fn run_steps(cfg: &StepsConfig, out: &mut dyn FnMut(StepOutput)) -> Result<(
 
 /// A bare capture of the rig's K kernels (begin, launches, end).
 fn bare_capture(d: &Driver, rig: &Rig, k: usize) -> Result<CUgraph> {
-    let stream = rig.ctx.raw_stream();
+    let stream = rig.bare_stream;
     // SAFETY: our stream, not capturing.
     ok("cuStreamBeginCapture", unsafe { (d.cuStreamBeginCapture)(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) })?;
     let chain = rig.raw_chain(d, k);
@@ -755,7 +770,7 @@ fn capture_twin(cfg: &StepsConfig, k: usize) -> Result<(Graph, [DeviceBuffer; 3]
 /// calling thread (the driver takes the context from the stream or handle):
 /// those need no per-call context binding.
 fn probe_without_current_context(d: &Driver, rig: &Rig) -> Result<NoContextProbe> {
-    let stream = rig.ctx.raw_stream();
+    let stream = rig.bare_stream;
     let mut prev: CUcontext = std::ptr::null_mut();
     // SAFETY: valid out-pointer.
     ok("cuCtxGetCurrent", unsafe { (d.cuCtxGetCurrent)(&mut prev) })?;

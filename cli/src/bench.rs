@@ -1,5 +1,5 @@
 //! `fcgraph bench`: each step of fc-graph next to the bare driver calls it
-//! wraps, in this process, on one stream, alternating (the measurement is
+//! wraps, in this process, alternating, on two streams of one CUDA context (the measurement is
 //! `fc_bench::steps`, shared with `fc-bench --steps`).
 
 use fc_bench::stats::Summary;
@@ -111,7 +111,7 @@ pub fn text(device: &str, pdl: Option<bool>, lines: &[Line]) -> String {
     let mut out = vec![
         format!("fcgraph bench on {device}: host-side µs per call, median (p10–p90)"),
         format!(
-            "fc-graph and the bare driver calls alternate in one process on one stream{}{launches}",
+            "fc-graph and the bare driver calls alternate in one process (two streams of one CUDA context){}{launches}",
             if launches.is_empty() { "" } else { "; " }
         ),
         String::new(),

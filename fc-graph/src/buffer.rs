@@ -254,7 +254,8 @@ impl DeviceBuffer {
         if len == 0 {
             return Ok(());
         }
-        let stream = ctx.raw_stream();
+        let stream = ctx.stream();
+        ctx.inner.segment.note_other();
         let ptr = self.ptr + offset as u64;
         ctx.bound(|d| {
             // SAFETY: the range lies inside the buffer (checked above).

@@ -81,6 +81,14 @@ impl Builtins {
     }
 }
 
+/// The error of an operand too small for `n` floats.
+#[cold]
+#[inline(never)]
+fn too_small(what: &str, buf: &DeviceBuffer, n: usize) -> Error {
+    let need = n.saturating_mul(std::mem::size_of::<f32>());
+    Error::BufferTooSmall(format!("{what} holds {} bytes, {n} floats need {need}", buf.size()))
+}
+
 impl Context {
     fn builtins(&self) -> Result<&Builtins> {
         if let Some(b) = self.inner.builtins.get() {
@@ -99,11 +107,11 @@ impl Context {
     }
 
     /// Checks that `buf` can take part in an `n`-element f32 operation here.
+    #[inline]
     fn check_operand(&self, what: &str, buf: &DeviceBuffer, n: usize) -> Result<()> {
         self.check_usable(what, buf.context())?;
-        let need = n * std::mem::size_of::<f32>();
-        if buf.size() < need {
-            return Err(Error::BufferTooSmall(format!("{what} holds {} bytes, {n} floats need {need}", buf.size())));
+        if buf.size() / std::mem::size_of::<f32>() < n {
+            return Err(too_small(what, buf, n));
         }
         Ok(())
     }

@@ -113,7 +113,7 @@ impl<L> Recording<L> {
         if !self.segment_open {
             return false;
         }
-        let stream = ctx.raw_stream();
+        let stream = ctx.stream();
         bound(ctx.raw_ctx(), |d| {
             let mut status = CU_STREAM_CAPTURE_STATUS_NONE;
             // SAFETY: our stream; valid out-pointer.
@@ -153,7 +153,7 @@ impl<L> Recording<L> {
     }
 
     fn end_update_pieces(&mut self, ctx: &Context, graph: &mut Graph<L>) -> Result<UpdateReport> {
-        if !graph.context().shares_memory_with(ctx) || graph.context().raw_stream() != ctx.raw_stream() {
+        if !graph.context().shares_memory_with(ctx) || graph.context().stream() != ctx.stream() {
             return Err(Error::invalid("end_update: the graph belongs to another context"));
         }
         let pieces = self.finish(ctx)?;
@@ -233,7 +233,7 @@ impl<L> Recording<L> {
     fn close<T>(&mut self, ctx: &Context, result: Result<T>) -> Result<T> {
         if self.segment_open {
             self.segment_open = false;
-            if let Ok(Some(g)) = end_capture(ctx.raw_ctx(), ctx.raw_stream()) {
+            if let Ok(Some(g)) = end_capture(ctx.raw_ctx(), ctx.stream()) {
                 destroy_graph(ctx.raw_ctx(), g);
             }
         }
@@ -255,7 +255,8 @@ impl<L> Recording<L> {
 /// Starts capturing on `ctx`'s stream. (The plain binding, not
 /// `Context::bound`: callers may hold the capture-state lock.)
 fn begin_segment(ctx: &Context, mode: CaptureMode) -> Result<()> {
-    let stream = ctx.raw_stream();
+    let stream = ctx.stream();
+    ctx.inner.segment.begin();
     bound(ctx.raw_ctx(), |d| {
         // SAFETY: our stream; the mode is a valid enum value.
         check("cuStreamBeginCapture", unsafe { (d.cuStreamBeginCapture)(stream, mode.raw()) })
@@ -303,9 +304,13 @@ fn open_ends(d: &Driver, stream: CUstream) -> Option<usize> {
 /// A capture whose stream has open ends recorded work (the ends are nodes
 /// of its graph), so its nodes are not counted here: `cuGraphGetNodes`
 /// walks the whole graph. Only a capture without open ends (usually one
-/// that recorded nothing, where counting is free) is counted.
+/// that recorded nothing, where counting is free) is counted. A segment of
+/// the library's kernel launches alone carries its [`Topology`] instead
+/// (see [`crate::topology`]), so that even an update needs no count.
+///
+/// [`Topology`]: crate::topology::Topology
 fn end_segment(ctx: &Context) -> Result<Option<Captured>> {
-    let stream = ctx.raw_stream();
+    let stream = ctx.stream();
     let (graph, ends) = ctx.bound(|d| {
         let ends = open_ends(d, stream);
         Ok((end_capture_bound(d, stream)?, ends))
@@ -314,11 +319,12 @@ fn end_segment(ctx: &Context) -> Result<Option<Captured>> {
         return Ok(None);
     };
     if ends.is_some_and(|n| n > 0) {
-        return Ok(Some(Captured { graph, nodes: None }));
+        let topology = ctx.inner.segment.topology();
+        return Ok(Some(Captured { graph, nodes: None, topology }));
     }
     let nodes = ctx.bound(|d| node_count(d, graph));
     match nodes {
-        Ok(nodes) if nodes > 0 => Ok(Some(Captured { graph, nodes: Some(nodes) })),
+        Ok(nodes) if nodes > 0 => Ok(Some(Captured { graph, nodes: Some(nodes), topology: None })),
         other => {
             destroy_graph(ctx.raw_ctx(), graph);
             other.map(|_| None)

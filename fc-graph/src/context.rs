@@ -22,6 +22,7 @@ use crate::builtins::Builtins;
 use crate::capture::Recording;
 use crate::capture_state::CaptureState;
 use crate::device::Device;
+use crate::topology::SegmentTrace;
 use crate::driver::{bound, check, driver, shielded, CaptureShield, RawCtx};
 use crate::error::{Error, Result};
 use crate::pool::PoolAllocator;
@@ -103,6 +104,9 @@ pub(crate) struct ContextInner {
     /// The context's programmatic-dependent-launch switch (see
     /// [`Context::set_pdl`]); on by default.
     pub(crate) pdl_switch: AtomicBool,
+    /// What the open capture segment recorded through the library (see
+    /// [`crate::topology`]).
+    pub(crate) segment: SegmentTrace,
 }
 
 // SAFETY: CUcontext and CUstream are driver handles that the driver allows
@@ -210,6 +214,7 @@ impl Context {
                 capture_live: AtomicPtr::new(std::ptr::null_mut()),
                 running_live: AtomicPtr::new(std::ptr::null_mut()),
                 pdl_switch: AtomicBool::new(true),
+                segment: SegmentTrace::default(),
             }),
         })
     }
@@ -240,7 +245,18 @@ impl Context {
     /// queues on it while this context captures is recorded into the graph
     /// (the capture-mode shield covers only fc-graph's own calls). Valid
     /// while any clone of this context is alive.
+    ///
+    /// Asking for it marks the context for good as one whose captures may
+    /// hold foreign work, so re-captures ending in
+    /// [`crate::Capture::end_update`] count their nodes (see
+    /// [`crate::topology`]).
     pub fn raw_stream(&self) -> CUstream {
+        self.inner.segment.note_shared();
+        self.inner.stream
+    }
+
+    /// The stream, for the library's own calls.
+    pub(crate) fn stream(&self) -> CUstream {
         self.inner.stream
     }
 
@@ -263,24 +279,32 @@ impl Context {
 
     /// Checks that something of `owner` (a buffer, a kernel) may be used on
     /// this context.
+    #[inline]
     pub(crate) fn check_usable(&self, what: &str, owner: &Context) -> Result<()> {
         if self.shares_memory_with(owner) {
             return Ok(());
         }
+        Err(self.unusable(what, owner))
+    }
+
+    /// Why something of `owner` may not be used here.
+    #[cold]
+    #[inline(never)]
+    fn unusable(&self, what: &str, owner: &Context) -> Error {
         if owner.device_id() != self.device_id() {
-            return Err(Error::WrongDevice(format!(
+            return Error::WrongDevice(format!(
                 "{what} lives on device {}, the context on device {}",
                 owner.device_id(),
                 self.device_id()
-            )));
+            ));
         }
-        Err(Error::WrongContext(format!(
+        Error::WrongContext(format!(
             "{what} belongs to another CUDA context of device {} (a {:?} context; this one is {:?}): \
              isolated contexts share no memory or modules",
             self.device_id(),
             owner.kind(),
             self.kind()
-        )))
+        ))
     }
 
     /// Whether a capture is open on this context (also while one of its
@@ -357,6 +381,7 @@ impl Context {
     /// Runs `f` with the context current (stream work: launches, copies).
     /// A failure while the context records is noted as the capture's first
     /// failure (named when the capture ends in error).
+    #[inline]
     pub(crate) fn bound<T>(&self, f: impl FnOnce(&'static Driver) -> Result<T>) -> Result<T> {
         bound(self.inner.raw, f).inspect_err(|e| self.note_failure(e))
     }
@@ -364,6 +389,16 @@ impl Context {
     /// Runs `f` with the context current and the capture shield raised.
     pub(crate) fn shielded<T>(&self, f: impl FnOnce(&'static Driver) -> Result<T>) -> Result<T> {
         shielded(self.inner.raw, f).inspect_err(|e| self.note_failure(e))
+    }
+
+    /// The error of a failed stream call (noted as the open capture's
+    /// first failure, as [`Context::bound`] does).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn failed(&self, failed: crate::driver::Failed) -> Error {
+        let e = failed.into_error();
+        self.note_failure(&e);
+        e
     }
 
     /// Notes a driver failure as the open capture's first failure (no-op

@@ -12,7 +12,19 @@ static DRIVER: OnceLock<Result<Driver>> = OnceLock::new();
 
 /// The loaded and initialised driver (`cuInit(0)` done), loaded on first use.
 /// Without a driver this is an error value, never a panic.
+#[inline]
 pub fn driver() -> Result<&'static Driver> {
+    // The fast path: loaded already (every call after the first).
+    if let Some(Ok(d)) = DRIVER.get() {
+        return Ok(d);
+    }
+    load_driver()
+}
+
+/// The first call's path of [`driver`]: loads the driver (once).
+#[cold]
+#[inline(never)]
+fn load_driver() -> Result<&'static Driver> {
     DRIVER
         .get_or_init(|| {
             let d = Driver::load()?;
@@ -26,10 +38,18 @@ pub fn driver() -> Result<&'static Driver> {
 }
 
 /// Converts a driver status into a `Result`, naming the call.
+#[inline(always)]
 pub(crate) fn check(call: &'static str, res: CUresult) -> Result<()> {
     if res == CUDA_SUCCESS {
         return Ok(());
     }
+    check_failed(call, res)
+}
+
+/// The error of a failed call (kept out of line: launches stay small).
+#[cold]
+#[inline(never)]
+fn check_failed(call: &'static str, res: CUresult) -> Result<()> {
     match driver() {
         Ok(d) => check_with(d, call, res),
         Err(_) if res == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED => {
@@ -71,21 +91,58 @@ pub(crate) struct ContextBinding {
     pushed: bool,
 }
 
+/// A failed driver call before it becomes an [`Error`]: small, so hot
+/// paths (launches) carry it cheaply and convert it out of line.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Failed {
+    pub(crate) call: &'static str,
+    pub(crate) res: CUresult,
+}
+
+impl Failed {
+    /// `Ok` for `CUDA_SUCCESS`, else the failure of `call`.
+    #[inline(always)]
+    pub(crate) fn check(call: &'static str, res: CUresult) -> std::result::Result<(), Failed> {
+        if res == CUDA_SUCCESS {
+            Ok(())
+        } else {
+            Err(Failed { call, res })
+        }
+    }
+
+    /// The [`Error`] it stands for.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn into_error(self) -> Error {
+        match check_failed(self.call, self.res) {
+            Err(e) => e,
+            Ok(()) => Error::invalid(format!("{} failed", self.call)),
+        }
+    }
+}
+
 impl ContextBinding {
+    #[inline]
     pub(crate) fn bind(d: &Driver, ctx: RawCtx) -> Result<ContextBinding> {
+        Self::bind_raw(d, ctx).map_err(Failed::into_error)
+    }
+
+    /// [`ContextBinding::bind`] with the failure left unconverted.
+    #[inline]
+    pub(crate) fn bind_raw(d: &Driver, ctx: RawCtx) -> std::result::Result<ContextBinding, Failed> {
         let mut current: CUcontext = std::ptr::null_mut();
         // SAFETY: valid out-pointer.
-        check("cuCtxGetCurrent", unsafe { (d.cuCtxGetCurrent)(&mut current) })?;
+        Failed::check("cuCtxGetCurrent", unsafe { (d.cuCtxGetCurrent)(&mut current) })?;
         if current == ctx.raw {
             return Ok(ContextBinding { pushed: false });
         }
         if current.is_null() && ctx.leave_current {
             // SAFETY: `ctx` is a live context the caller holds a reference to.
-            check("cuCtxSetCurrent", unsafe { (d.cuCtxSetCurrent)(ctx.raw) })?;
+            Failed::check("cuCtxSetCurrent", unsafe { (d.cuCtxSetCurrent)(ctx.raw) })?;
             return Ok(ContextBinding { pushed: false });
         }
         // SAFETY: `ctx` is a live context the caller holds a reference to.
-        check("cuCtxPushCurrent", unsafe { (d.cuCtxPushCurrent)(ctx.raw) })?;
+        Failed::check("cuCtxPushCurrent", unsafe { (d.cuCtxPushCurrent)(ctx.raw) })?;
         Ok(ContextBinding { pushed: true })
     }
 }
@@ -142,6 +199,7 @@ pub(crate) fn shielded<T>(ctx: RawCtx, f: impl FnOnce(&'static Driver) -> Result
 
 /// Runs `f` with `ctx` current (no shield): for stream work such as kernel
 /// launches and async copies, which are legal during captures.
+#[inline]
 pub(crate) fn bound<T>(ctx: RawCtx, f: impl FnOnce(&'static Driver) -> Result<T>) -> Result<T> {
     let d = driver()?;
     let _bind = ContextBinding::bind(d, ctx)?;

@@ -31,7 +31,8 @@ impl Event {
 
     /// Records the event on the context's stream.
     pub fn record(&self) -> Result<()> {
-        let (e, s) = (self.raw, self.ctx.raw_stream());
+        let (e, s) = (self.raw, self.ctx.stream());
+        self.ctx.inner.segment.note_other();
         self.ctx.bound(|d| {
             // SAFETY: live event and stream of one context.
             check("cuEventRecord", unsafe { (d.cuEventRecord)(e, s) })

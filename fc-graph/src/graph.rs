@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 use crate::context::Context;
 use crate::driver::{check, shielded, RawCtx};
 use crate::error::{Error, Result};
+use crate::topology::Topology;
 
 /// A break's host function: receives the context and the *live* value
 /// passed to [`Graph::replay`].
@@ -31,6 +32,10 @@ pub(crate) struct GraphExec {
     /// that was cheap, else by the first update or [`GraphExec::node_count`].
     /// An in-place update keeps it (same topology, same count).
     nodes: OnceLock<usize>,
+    /// The source's topology where the library alone recorded it (see
+    /// [`crate::topology`]): a re-capture of the same topology is updated
+    /// without counting either graph.
+    topology: Option<Topology>,
     ctx: Context,
 }
 
@@ -43,6 +48,8 @@ pub(crate) struct GraphExec {
 pub(crate) struct Captured {
     pub(crate) graph: CUgraph,
     pub(crate) nodes: Option<usize>,
+    /// Its topology, where the library alone recorded it.
+    pub(crate) topology: Option<Topology>,
 }
 
 // SAFETY: executable graphs may be launched and destroyed from any thread.
@@ -54,7 +61,7 @@ impl GraphExec {
     /// Instantiates `captured` and takes ownership of its graph (destroyed
     /// with the executable, or right away when instantiation fails).
     pub(crate) fn instantiate(ctx: &Context, captured: Captured) -> Result<GraphExec> {
-        let Captured { graph, nodes } = captured;
+        let Captured { graph, nodes, topology } = captured;
         let raw_ctx = ctx.raw_ctx();
         let exec = shielded(raw_ctx, |d| {
             let mut exec: CUgraphExec = std::ptr::null_mut();
@@ -67,6 +74,7 @@ impl GraphExec {
                 exec,
                 source: graph,
                 nodes: nodes.map(OnceLock::from).unwrap_or_default(),
+                topology,
                 ctx: ctx.clone(),
             }),
             Err(e) => {
@@ -84,26 +92,42 @@ impl GraphExec {
     /// `cuGraphExecUpdate`) and the caller still owns the graph, as on
     /// error.
     ///
-    /// The node counts are compared first, so that a plainly different
-    /// graph costs no failing driver call (a failed `cuGraphExecUpdate` is
-    /// an API error to compute-sanitizer): the new graph is counted here
-    /// unless its count is known (and `captured` keeps it for the caller),
-    /// the executable's count is counted once and kept. One context binding
-    /// covers the counts, the update and the old source's destroy.
+    /// Whether the topologies match is settled first, so that a plainly
+    /// different graph costs no failing driver call (a failed
+    /// `cuGraphExecUpdate` is an API error to compute-sanitizer): by the
+    /// [`Topology`] both captures carry where the library alone recorded
+    /// them (free; different ones are not tried, even where only the launch
+    /// kinds differ), else by comparing node counts. Then the new graph is
+    /// counted here unless its count is known (and `captured` keeps it for
+    /// the caller), and the executable's count is counted once and kept.
+    /// One context binding covers the counts, the update and the old
+    /// source's destroy.
     pub(crate) fn update_from(&mut self, captured: &mut Captured) -> Result<bool> {
         let (exec, old_source, graph) = (self.exec, self.source, captured.graph);
+        // Both known: equal means updatable, different means not (another
+        // length, or other launch kinds and so other edge types).
+        let known = self.topology.zip(captured.topology).map(|(old, new)| old == new);
+        if known == Some(false) {
+            return Ok(false);
+        }
         let (known_old, known_new) = (self.nodes.get().copied(), captured.nodes);
-        let (updated, old_nodes, new_nodes) = shielded(self.ctx.raw_ctx(), |d| {
-            let old_nodes = match known_old {
-                Some(n) => n,
-                None => node_count(d, old_source)?,
+        let (updated, counts) = shielded(self.ctx.raw_ctx(), |d| {
+            let counts = if known == Some(true) {
+                None
+            } else {
+                let old_nodes = match known_old {
+                    Some(n) => n,
+                    None => node_count(d, old_source)?,
+                };
+                let new_nodes = match known_new {
+                    Some(n) => n,
+                    None => node_count(d, graph)?,
+                };
+                Some((old_nodes, new_nodes))
             };
-            let new_nodes = match known_new {
-                Some(n) => n,
-                None => node_count(d, graph)?,
-            };
-            let Some(update) = d.cuGraphExecUpdate.filter(|_| old_nodes == new_nodes) else {
-                return Ok((false, old_nodes, new_nodes));
+            let differ = counts.is_some_and(|(old, new)| old != new);
+            let Some(update) = d.cuGraphExecUpdate.filter(|_| !differ) else {
+                return Ok((false, counts));
             };
             let mut info = CUgraphExecUpdateResultInfo {
                 result: CU_GRAPH_EXEC_UPDATE_SUCCESS,
@@ -113,20 +137,23 @@ impl GraphExec {
             // SAFETY: live executable graph and source graph; valid out-pointer.
             let res = unsafe { update(exec, graph, &mut info) };
             if res == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE {
-                return Ok((false, old_nodes, new_nodes));
+                return Ok((false, counts));
             }
             check("cuGraphExecUpdate", res)?;
             // SAFETY: the replaced source graph, ours, destroyed once; the
             // executable no longer needs it.
             unsafe { (d.cuGraphDestroy)(old_source) };
-            Ok((true, old_nodes, new_nodes))
+            Ok((true, counts))
         })?;
-        captured.nodes = Some(new_nodes);
+        if let Some((old_nodes, new_nodes)) = counts {
+            captured.nodes = Some(new_nodes);
+            // Updated: the new graph's count is the old one's (same topology).
+            let _ = self.nodes.set(old_nodes);
+        }
         if updated {
             self.source = graph;
+            self.topology = captured.topology;
         }
-        // Updated: the new graph's count is the old one's (same topology).
-        let _ = self.nodes.set(old_nodes);
         Ok(updated)
     }
 
@@ -373,7 +400,7 @@ impl<L> Graph<L> {
     /// already queued still runs.
     pub fn replay(&self, live: &L) -> Result<()> {
         self.ctx.ensure_not_capturing("replay a graph")?;
-        let stream = self.ctx.raw_stream();
+        let stream = self.ctx.stream();
         for piece in &self.pieces {
             match piece {
                 Piece::Segment(Some(exec)) => exec.launch(stream)?,

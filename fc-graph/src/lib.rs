@@ -269,6 +269,7 @@ pub mod launch;
 pub mod module;
 pub mod pool;
 pub mod ptx_params;
+mod topology;
 
 pub use buffer::{DeviceBuffer, Origin};
 pub use builtins::BinaryOp;

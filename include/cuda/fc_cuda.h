@@ -198,6 +198,8 @@ int fc_ctx_mem_info(const fc_cuda_ctx *ctx, size_t *free_bytes, size_t *total_by
  * context handle is freed; NULL (and an error) for a bad handle. Work the
  * caller queues on the stream is ordered with ours; while the context
  * captures it is RECORDED into the graph (and replayed with it), not run.
+ * Asking for the stream marks the context for good as one whose graphs may
+ * hold foreign work (see fc_graph_end_update_ctx).
  * The capture-mode shield covers only fc-graph's own calls: the caller's
  * potentially unsafe calls on a capturing thread (cudaMalloc, cudaMemcpy
  * without Async, synchronisations) follow the capture mode's rules.
@@ -345,7 +347,13 @@ fc_graph *fc_graph_end_ctx(fc_cuda_ctx *ctx);
  * updated in place (cuGraphExecUpdate, CUDA 12.0+ drivers; several times
  * cheaper than instantiating), the others are instantiated anew, and the
  * breaks become the new capture's. `updated_in_place` (may be NULL)
- * receives how many segments were updated in place. Refused with
+ * receives how many segments were updated in place. Whether a segment's
+ * topology matches is known for free when only fc-graph's kernel launches
+ * recorded it; once fc_ctx_stream() was asked for (the caller's own work
+ * may be in the graph) or a segment holds a fill, each update counts the
+ * new graph's nodes first (cuGraphGetNodes, about 23 ns per node on an
+ * H200), so a changed topology never reaches the driver as a refused
+ * update. Refused with
  * FC_ERR_CAPTURE_STATE while `graph` is launched on another thread. The
  * stream leaves capture either way, also when `graph` is NULL or not a
  * live graph (the capture is then dropped and the graph's error returned,
