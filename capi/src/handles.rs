@@ -208,21 +208,34 @@ fn refusal<K: Kind>(h: usize, what: &str) -> Error {
 
 /// The live object behind `h`; NULL is an invalid argument, anything else
 /// that is not a live handle of this kind an invalid handle.
+#[inline]
 pub(crate) fn get<K: Kind>(h: *const K::C, what: &str) -> Result<Live<K>> {
-    let raw = h as usize;
-    if raw == 0 {
-        return Err(Error::invalid(format!("{what} is NULL")));
+    match lookup::<K>(h as usize) {
+        Some(live) => Ok(live),
+        None => Err(not_live::<K>(h as usize, what)),
     }
+}
+
+/// The hot path of [`get`]: no error is built here (errors are large, and
+/// every call of the C ABI goes through this).
+#[inline]
+fn lookup<K: Kind>(raw: usize) -> Option<Live<K>> {
     let (generation, index, tag) = decode(raw);
-    if tag == K::TAG {
-        if let Some(slot) = K::table().slot(index) {
-            let guard = slot.current.load();
-            if matches!(&*guard, Some(entry) if entry.generation == generation) {
-                return Ok(Live { guard });
-            }
-        }
+    if tag != K::TAG {
+        return None; // NULL too: its tag is 0
     }
-    Err(refusal::<K>(raw, what))
+    let guard = K::table().slot(index)?.current.load();
+    matches!(&*guard, Some(entry) if entry.generation == generation).then_some(Live { guard })
+}
+
+/// Why `raw` is not a live handle of kind `K` (NULL included).
+#[cold]
+#[inline(never)]
+fn not_live<K: Kind>(raw: usize, what: &str) -> Error {
+    if raw == 0 {
+        return Error::invalid(format!("{what} is NULL"));
+    }
+    refusal::<K>(raw, what)
 }
 
 /// Removes the object behind `h` from its table and returns it (the caller

@@ -102,6 +102,7 @@ pub(crate) fn status(f: impl FnOnce() -> Result<()>) -> c_int {
 }
 
 /// Runs `f`, returning its value or `fallback` after recording the error.
+#[inline]
 pub(crate) fn value<T>(fallback: T, f: impl FnOnce() -> Result<T>) -> T {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(v)) => v,

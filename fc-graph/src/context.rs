@@ -85,12 +85,21 @@ pub struct Context {
     pub(crate) inner: Arc<ContextInner>,
 }
 
+/// In declaration order (`repr(C)`): what every launch reads first, so that
+/// it shares the allocation's first cache lines with the reference counts.
+#[repr(C)]
 pub(crate) struct ContextInner {
-    pub(crate) device: Device,
-    pub(crate) kind: ContextKind,
     pub(crate) raw: RawCtx,
     pub(crate) stream: CUstream,
+    /// The context's programmatic-dependent-launch switch (see
+    /// [`Context::set_pdl`]); on by default.
+    pub(crate) pdl_switch: AtomicBool,
+    /// What the open capture segment recorded through the library (see
+    /// [`crate::topology`]).
+    pub(crate) segment: SegmentTrace,
     pub(crate) builtins: OnceLock<Builtins>,
+    pub(crate) device: Device,
+    pub(crate) kind: ContextKind,
     pub(crate) capture_state: Mutex<CaptureState>,
     pub(crate) pool: Mutex<PoolAllocator>,
     /// The capture held by the context itself (`begin_held`...), for callers
@@ -101,12 +110,6 @@ pub(crate) struct ContextInner {
     /// The live value of the held-capture break function running now (what
     /// a pass-through break inside it receives).
     pub(crate) running_live: AtomicPtr<c_void>,
-    /// The context's programmatic-dependent-launch switch (see
-    /// [`Context::set_pdl`]); on by default.
-    pub(crate) pdl_switch: AtomicBool,
-    /// What the open capture segment recorded through the library (see
-    /// [`crate::topology`]).
-    pub(crate) segment: SegmentTrace,
 }
 
 // SAFETY: CUcontext and CUstream are driver handles that the driver allows
