@@ -251,8 +251,8 @@ impl Context {
     ///
     /// Asking for it marks the context for good as one whose captures may
     /// hold foreign work, so re-captures ending in
-    /// [`crate::Capture::end_update`] count their nodes (see
-    /// [`crate::topology`]).
+    /// [`crate::Capture::end_update`] count their nodes first (see the
+    /// crate guide on in-place updates).
     pub fn raw_stream(&self) -> CUstream {
         self.inner.segment.note_shared();
         self.inner.stream
