@@ -32,7 +32,11 @@ fn main() {
             t("events_time_device_work", 1, events_time_device_work),
             t("contexts_on_one_device_are_independent", 1, contexts_on_one_device_are_independent),
             t("recapture_updates_graph_in_place", 1, recapture_updates_graph_in_place),
-            t("recapture_topology_changes_never_reach_the_driver", 1, recapture_topology_changes_never_reach_the_driver),
+            t(
+                "recapture_topology_changes_never_reach_the_driver",
+                1,
+                recapture_topology_changes_never_reach_the_driver,
+            ),
             t("shield_against_foreign_global_capture", 2, shield_against_foreign_global_capture),
             t("seed_scenario_in_rust", 2, seed_scenario_in_rust),
             t("builtins_ignore_the_current_context", 1, builtins_ignore_the_current_context),

@@ -290,19 +290,7 @@ impl Rig {
             }
             // SAFETY: (u64, u64, u64, u32) parameters as the PTX declares; live stream.
             ok("cuLaunchKernel", unsafe {
-                (d.cuLaunchKernel)(
-                    f,
-                    grid,
-                    1,
-                    1,
-                    256,
-                    1,
-                    1,
-                    0,
-                    self.bare_stream,
-                    p.as_mut_ptr(),
-                    std::ptr::null_mut(),
-                )
+                (d.cuLaunchKernel)(f, grid, 1, 1, 256, 1, 1, 0, self.bare_stream, p.as_mut_ptr(), std::ptr::null_mut())
             })?;
         }
         Ok(())

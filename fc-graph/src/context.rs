@@ -22,10 +22,10 @@ use crate::builtins::Builtins;
 use crate::capture::Recording;
 use crate::capture_state::CaptureState;
 use crate::device::Device;
-use crate::topology::SegmentTrace;
 use crate::driver::{bound, check, driver, shielded, CaptureShield, RawCtx};
 use crate::error::{Error, Result};
 use crate::pool::PoolAllocator;
+use crate::topology::SegmentTrace;
 
 /// How a capture restricts "potentially unsafe" driver calls (the driver's
 /// `CUstreamCaptureMode`). fc-graph opens captures in [`ThreadLocal`] mode

@@ -261,9 +261,8 @@ pub const UNBOUND_LAUNCH_MIN_DRIVER_VERSION: i32 = 13000;
 /// for binding. Read once.
 fn launches_unbound(d: &Driver) -> bool {
     static UNBOUND: OnceLock<bool> = OnceLock::new();
-    *UNBOUND.get_or_init(|| {
-        unbound_launch_allowed(d.driver_version(), std::env::var(BIND_LAUNCHES_ENV).ok().as_deref())
-    })
+    *UNBOUND
+        .get_or_init(|| unbound_launch_allowed(d.driver_version(), std::env::var(BIND_LAUNCHES_ENV).ok().as_deref()))
 }
 
 /// Whether a driver of API version `driver_version`, with `FC_BIND_LAUNCHES`
@@ -330,7 +329,12 @@ mod tests {
         for res in [CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_HANDLE, CUDA_ERROR_CONTEXT_IS_DESTROYED] {
             assert!(refused_for_context(res), "{res}");
         }
-        for res in [CUDA_SUCCESS, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED] {
+        for res in [
+            CUDA_SUCCESS,
+            CUDA_ERROR_INVALID_VALUE,
+            CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+            CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+        ] {
             assert!(!refused_for_context(res), "{res}");
         }
     }
