@@ -40,11 +40,14 @@ fn main() {
             t("shield_against_foreign_global_capture", 2, shield_against_foreign_global_capture),
             t("seed_scenario_in_rust", 2, seed_scenario_in_rust),
             t("builtins_ignore_the_current_context", 1, builtins_ignore_the_current_context),
+            t(BIND_TEST, 1, fc_bind_launches_1_binds_every_launch),
         ],
     )
 }
 
 const N: usize = 4096;
+
+const BIND_TEST: &str = "fc_bind_launches_1_binds_every_launch";
 
 /// The seed's layer body on N floats (see `fc_graph_tests::chain_n`).
 fn chain(ctx: &Context, x: &DeviceBuffer, y: &DeviceBuffer, z: &DeviceBuffer, pairs: usize) -> fc_graph::Result<()> {
@@ -590,4 +593,32 @@ fn builtins_ignore_the_current_context() -> TestResult {
     })();
     make_current(before).map_err(fail)?;
     result
+}
+
+/// Runs itself again with `FC_BIND_LAUNCHES=1` (read once per process),
+/// where launches bind their context first even on CUDA 13+ drivers: the
+/// current-context cases and the re-capture sequence are exact that way too.
+fn fc_bind_launches_1_binds_every_launch() -> TestResult {
+    let env = fc_graph::launch::BIND_LAUNCHES_ENV;
+    if std::env::var(env).as_deref() == Ok("1") {
+        let version = fc_graph::driver().map_err(fail)?.driver_version();
+        ensure!(!fc_graph::launch::unbound_launch_allowed(version, Some("1")), "FC_BIND_LAUNCHES=1 binds");
+        builtins_ignore_the_current_context()?;
+        return recapture_topology_changes_never_reach_the_driver();
+    }
+    let exe = std::env::current_exe().map_err(fail)?;
+    let out = std::process::Command::new(&exe)
+        .args([BIND_TEST, "--exact", "--test-threads=1"])
+        .env(env, "1")
+        .output()
+        .map_err(fail)?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    print!("{}", stdout.lines().map(|l| format!("  [FC_BIND_LAUNCHES=1] {l}\n")).collect::<String>());
+    ensure!(
+        out.status.success() && stdout.contains("1 passed"),
+        "the FC_BIND_LAUNCHES=1 run failed ({}): {stdout}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(())
 }
