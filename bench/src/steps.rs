@@ -175,6 +175,7 @@ pub fn step_label(step: &str) -> &'static str {
         "handle_check_2threads" => "the same, two threads on one handle at once, per call and thread",
         "c_graph_launch" => "graph launch through the C ABI (fc_graph_launch) vs bare",
         "recapture_update" => "re-capture + in-place update (cuGraphExecUpdate) + one graph destroy",
+        "c_recapture_update" => "the same re-capture + update through the C ABI vs bare",
         "graph_node_count" => "cuGraphGetNodes, count only, of a K-node graph",
         _ => "",
     }
@@ -557,10 +558,103 @@ impl BareExec {
     }
 }
 
+/// A context, three buffers and a graph of the K-kernel chain made
+/// through the C ABI, for `c_recapture_update`.
+struct CRig {
+    ctx: *mut fcgraph::fc_cuda_ctx,
+    bufs: Vec<*mut fcgraph::fc_buffer>,
+    graph: *mut fcgraph::fc_graph,
+    n: usize,
+}
+
+impl CRig {
+    fn new(device: usize, n: usize, k: usize) -> Result<CRig> {
+        use fcgraph as c;
+        let device = std::os::raw::c_int::try_from(device).map_err(|_| fc_graph::Error::invalid("device"))?;
+        let ctx = c::fc_cuda_init_device(device);
+        if ctx.is_null() {
+            return Err(c_failure("fc_cuda_init_device"));
+        }
+        let mut rig = CRig { ctx, bufs: Vec::new(), graph: std::ptr::null_mut(), n };
+        rig.bufs = (0..3).map(|_| c::fc_buffer_alloc_ctx(ctx, n * 4)).collect();
+        if rig.bufs.iter().any(|b| b.is_null()) {
+            return Err(c_failure("fc_buffer_alloc_ctx"));
+        }
+        rig.record(k)?;
+        rig.graph = c::fc_graph_end_ctx(ctx);
+        if rig.graph.is_null() {
+            return Err(c_failure("fc_graph_end_ctx"));
+        }
+        Ok(rig)
+    }
+
+    /// Begins a capture and records the K kernels through the C ABI.
+    fn record(&self, k: usize) -> Result<()> {
+        use fcgraph as c;
+        if c::fc_graph_begin_ctx(self.ctx) != 0 {
+            return Err(c_failure("fc_graph_begin_ctx"));
+        }
+        let b = &self.bufs;
+        for i in 0..k {
+            let rc = if i % 2 == 0 {
+                c::fc_add_ctx(self.ctx, b[0], b[1], b[2], self.n)
+            } else {
+                c::fc_mul_ctx(self.ctx, b[2], b[1], b[0], self.n)
+            };
+            if rc != 0 {
+                c::fc_graph_abort_ctx(self.ctx);
+                return Err(c_failure("fc_add_ctx / fc_mul_ctx"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Re-records the K kernels into the graph; in place or an error.
+    fn recapture(&self, k: usize) -> Result<()> {
+        self.record(k)?;
+        let mut updated = 0;
+        // SAFETY: a live context and graph of it; a valid out-pointer.
+        let rc = unsafe { fcgraph::fc_graph_end_update_ctx(self.ctx, self.graph, &mut updated) };
+        if rc != 0 || updated != 1 {
+            return Err(fc_graph::Error::invalid(format!(
+                "c_recapture_update K={k}: fc_graph_end_update_ctx returned {rc}, {updated} updated in place"
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for CRig {
+    fn drop(&mut self) {
+        use fcgraph as c;
+        c::fc_graph_free(self.graph);
+        for &b in &self.bufs {
+            c::fc_buffer_free(b);
+        }
+        c::fc_cuda_ctx_free(self.ctx);
+    }
+}
+
+/// The error of a failed C ABI call in the steps.
+fn c_failure(what: &str) -> fc_graph::Error {
+    let msg = fcgraph::fc_last_error();
+    let detail = if msg.is_null() {
+        String::new()
+    } else {
+        // SAFETY: fc_last_error returns NULL or a NUL-terminated string that
+        // stays valid until the next failing call on this thread.
+        unsafe { std::ffi::CStr::from_ptr(msg) }.to_string_lossy().into_owned()
+    };
+    fc_graph::Error::invalid(format!("{what} failed in the steps: {detail}"))
+}
+
 /// `recapture_update`: the library's `end_update` against bare re-capture +
 /// `cuGraphExecUpdate` (destroying the re-captured graph, as the raw C
 /// baseline does; or keeping it and destroying the replaced one), each into
-/// its own executable, alternating. Also `graph_node_count`.
+/// its own executable, alternating. `c_recapture_update`: the same
+/// re-capture through the C ABI (`fc_graph_begin_ctx`, K `fc_add_ctx` /
+/// `fc_mul_ctx`, `fc_graph_end_update_ctx`, each call checking its handles)
+/// against the same bare calls. Also `graph_node_count`.
 /// No rows on a driver without in-place update (before CUDA 12.0).
 fn recapture_rows(d: &Driver, rig: &Rig, k: usize, iters: usize, out: &mut dyn FnMut(StepOutput)) -> Result<()> {
     if d.cuGraphExecUpdate.is_none() {
@@ -577,7 +671,15 @@ fn recapture_rows(d: &Driver, rig: &Rig, k: usize, iters: usize, out: &mut dyn F
             return Err(e);
         }
     };
-    let (mut fc, mut b, mut kn, mut count) = (vec![], vec![], vec![], vec![]);
+    let crig = match CRig::new(rig.ctx.device_id(), rig.n, k) {
+        Ok(r) => r,
+        Err(e) => {
+            bare.destroy(d);
+            keep.destroy(d);
+            return Err(e);
+        }
+    };
+    let (mut fc, mut b, mut kn, mut count, mut cabi) = (vec![], vec![], vec![], vec![], vec![]);
     let mut run = || -> Result<()> {
         for it in 0..iters + 2 {
             let t0 = Instant::now();
@@ -598,6 +700,8 @@ fn recapture_rows(d: &Driver, rig: &Rig, k: usize, iters: usize, out: &mut dyn F
             // SAFETY: live graph; a null node array asks for the count only.
             ok("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(keep.source, std::ptr::null_mut(), &mut nodes) })?;
             let t4 = Instant::now();
+            crig.recapture(k)?;
+            let t5 = Instant::now();
             if nodes != k {
                 return Err(fc_graph::Error::invalid(format!("graph_node_count: {nodes} nodes, want {k}")));
             }
@@ -606,6 +710,7 @@ fn recapture_rows(d: &Driver, rig: &Rig, k: usize, iters: usize, out: &mut dyn F
                 b.push(us_since(t1, t2));
                 kn.push(us_since(t2, t3));
                 count.push(us_since(t3, t4));
+                cabi.push(us_since(t4, t5));
             }
         }
         Ok(())
@@ -613,11 +718,15 @@ fn recapture_rows(d: &Driver, rig: &Rig, k: usize, iters: usize, out: &mut dyn F
     let result = run();
     bare.destroy(d);
     keep.destroy(d);
+    drop(crig);
     result?;
     emit(out, "recapture_update", Variant::Fc, k, &mut fc);
     emit(out, "recapture_update", Variant::Bare, k, &mut b);
     emit(out, "recapture_update", Variant::BareKeepNew, k, &mut kn);
     emit(out, "graph_node_count", Variant::BareOnly, k, &mut count);
+    let mut bare_again = b.clone();
+    emit(out, "c_recapture_update", Variant::Fc, k, &mut cabi);
+    emit(out, "c_recapture_update", Variant::Bare, k, &mut bare_again);
     Ok(())
 }
 
