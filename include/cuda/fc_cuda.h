@@ -39,6 +39,10 @@
  *   - A handle freed on one thread while another thread is inside a call
  *     on it stays valid for that call; the object is destroyed when the
  *     call returns.
+ *   - Cost: each handle a call takes is checked once, about 20-26 ns on an
+ *     H200 (two atomic operations); fc_add_ctx takes four. A re-capture of
+ *     26 to 2,600 element-wise kernels through this API costs 1.18-1.23x
+ *     the bare driver calls, through the Rust API 1.07-1.09x (GPU run 28).
  *
  * Threads
  *   - Every function may be called from any thread. One context may be
