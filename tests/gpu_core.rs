@@ -8,7 +8,9 @@ use std::thread;
 
 use cuda_sys::*;
 use fc_graph::{CaptureMode, Context, Device, DeviceBuffer, Error, Event, Module, Origin};
-use fc_graph_tests::{assert_exact, chain_cpu, download, ensure, fail, run_gpu_tests, upload, GpuTest, Rng};
+use fc_graph_tests::{
+    assert_exact, chain_cpu, download, ensure, fail, rerun_with_env, run_gpu_tests, upload, GpuTest, Rng,
+};
 use libtest_mimic::Failed;
 
 type TestResult = Result<(), Failed>;
@@ -606,19 +608,5 @@ fn fc_bind_launches_1_binds_every_launch() -> TestResult {
         builtins_ignore_the_current_context()?;
         return recapture_topology_changes_never_reach_the_driver();
     }
-    let exe = std::env::current_exe().map_err(fail)?;
-    let out = std::process::Command::new(&exe)
-        .args([BIND_TEST, "--exact", "--test-threads=1"])
-        .env(env, "1")
-        .output()
-        .map_err(fail)?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    print!("{}", stdout.lines().map(|l| format!("  [FC_BIND_LAUNCHES=1] {l}\n")).collect::<String>());
-    ensure!(
-        out.status.success() && stdout.contains("1 passed"),
-        "the FC_BIND_LAUNCHES=1 run failed ({}): {stdout}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(())
+    rerun_with_env(BIND_TEST, env, "1")
 }

@@ -13,7 +13,8 @@ use fc_graph::{
     supports_pdl, CaptureMode, Context, DeviceBuffer, Kernel, KernelArg, LaunchConfig, LaunchOptions, Module,
 };
 use fc_graph_tests::{
-    assert_exact, chain_cpu, download, ensure, fail, run_gpu_tests, upload, GpuTest, Rng, PDL_TEST_PTX, TEST_PTX,
+    assert_exact, chain_cpu, download, ensure, fail, rerun_with_env, run_gpu_tests, upload, GpuTest, Rng, PDL_TEST_PTX,
+    TEST_PTX,
 };
 use libtest_mimic::Failed;
 
@@ -557,21 +558,7 @@ fn fc_pdl_0_turns_pdl_off_process_wide() -> TestResult {
     if std::env::var(fc_graph::launch::PDL_ENV).as_deref() == Ok("0") {
         return pdl_off_in_this_process();
     }
-    let exe = std::env::current_exe().map_err(fail)?;
-    let out = std::process::Command::new(&exe)
-        .args([ENV_TEST, "--exact", "--test-threads=1"])
-        .env(fc_graph::launch::PDL_ENV, "0")
-        .output()
-        .map_err(fail)?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    print!("{}", stdout.lines().map(|l| format!("  [FC_PDL=0] {l}\n")).collect::<String>());
-    ensure!(
-        out.status.success() && stdout.contains("1 passed"),
-        "the FC_PDL=0 run failed ({}): {stdout}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Ok(())
+    rerun_with_env(ENV_TEST, fc_graph::launch::PDL_ENV, "0")
 }
 
 fn pdl_off_in_this_process() -> TestResult {

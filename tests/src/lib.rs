@@ -108,6 +108,25 @@ pub fn chain_cpu(x: &mut [f32], y: &[f32], pairs: usize) {
 }
 
 /// Allocates a buffer holding `data`.
+/// Runs the test binary again for `test` alone, with `env=value` set (for
+/// settings read once per process), and prints its output indented under a
+/// `[env=value]` tag. Fails unless that run passed its one test.
+pub fn rerun_with_env(test: &str, env: &str, value: &str) -> Result<(), Failed> {
+    let exe = std::env::current_exe().map_err(fail)?;
+    let out = std::process::Command::new(&exe)
+        .args([test, "--exact", "--test-threads=1"])
+        .env(env, value)
+        .output()
+        .map_err(fail)?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    print!("{}", stdout.lines().map(|l| format!("  [{env}={value}] {l}\n")).collect::<String>());
+    if out.status.success() && stdout.contains("1 passed") {
+        return Ok(());
+    }
+    Err(format!("the {env}={value} run failed ({}): {stdout}{}", out.status, String::from_utf8_lossy(&out.stderr))
+        .into())
+}
+
 pub fn upload(ctx: &Context, data: &[f32]) -> Result<DeviceBuffer> {
     let b = ctx.alloc(std::mem::size_of_val(data))?;
     b.upload(data)?;
