@@ -41,7 +41,7 @@ impl StepsConfig {
         StepsConfig {
             device,
             n,
-            chains: vec![(26, 100), (2600, 20)],
+            chains: vec![(26, 100), (260, 50), (2600, 20)],
             single_call_samples: 2000,
             probe_without_context: true,
         }
