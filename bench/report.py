@@ -56,7 +56,7 @@ ROW_DOC = {
     "(which also synchronizes the device and empties the allocator cache)",
     "recapture_update": "re-capture the K kernels + cuGraphExecUpdate into the existing executable graph; "
     "both timers include destroying one K-node CUgraph (raw: the graph it just re-captured, which the "
-    "executable no longer needs; fc-graph: the replaced source graph, inside end_update)",
+    "executable no longer needs; fc-graph the same, inside end_update)",
     "multi_gpu_captures_per_s_1dev": "capture+instantiate+launch+sync of K=26 in a loop, one thread, device 0 "
     "(captures/s, higher is better)",
     "multi_gpu_captures_per_s_2dev": "the same on devices 0 and 1 at once, one thread and context each "
@@ -512,7 +512,7 @@ def pdl_table(data, status, tally, missed):
             "kernels/elementwise_sm90.ptx. Goals: `graph_launch_sync` with PDL ≥1.25x faster than raw plain "
             "and ≤1.05x raw PDL; `recapture_update` ≤1.10x raw in each mode (PDL vs PDL, plain vs plain). "
             "`recapture_update` timers on both sides include destroying one K-node CUgraph (raw: the graph it "
-            "just re-captured, after cuGraphExecUpdate; fc-graph: the replaced source graph, inside end_update). "
+            "just re-captured, after cuGraphExecUpdate; fc-graph the same, inside end_update). "
             "fc-graph's `end_update` never tries an update the driver would refuse (a refused "
             "`cuGraphExecUpdate` is an API error to compute-sanitizer): here, where only its own launches "
             "recorded the graph, their sequence tells it the topology; where other work may be in the graph, "

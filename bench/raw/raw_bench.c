@@ -17,9 +17,8 @@
  *
  * recapture_update: the timer covers begin capture, the K launches, end
  * capture, cuGraphExecUpdate AND the destruction of the graph just captured
- * (the executable no longer needs it). fc-graph's end_update destroys one
- * graph of the same size too (the replaced source graph), so both timers
- * hold exactly one K-node cuGraphDestroy.
+ * (the executable no longer needs it). fc-graph's end_update does the same,
+ * so both timers hold exactly one K-node cuGraphDestroy.
  *
  * Multi-GPU rows (K = 26, one thread and context per device, each loop run
  * for --multi-gpu-secs on 1 device, then on 2 devices at once; per second,
@@ -355,7 +354,7 @@ static void bench_k_mode(Dev *d, int K, int warmup, int iters, int pdl) {
 
     /* 4. re-capture + cuGraphExecUpdate into the existing exec; the timer
      * includes destroying the graph just captured (one K-node destroy, as
-     * fc-graph's end_update destroys the replaced one) */
+     * fc-graph's end_update) */
     for (int it = -warmup; it < iters; it++) {
         CUgraph g2 = NULL;
         CUgraphExecUpdateResultInfo info;

@@ -13,7 +13,7 @@
 //! | `graph_launch_sync`              | `graph.launch()` + stream synchronize                      |
 //! | `capture_instantiate`            | begin capture, K enqueues, end capture + instantiate       |
 //! | `recapture_update`               | begin capture, K enqueues, `end_update` into the existing  |
-//! |                                  | graph (`cuGraphExecUpdate`; destroys the replaced graph)   |
+//! |                                  | graph (`cuGraphExecUpdate`; destroys the re-captured graph) |
 //! | `multi_gpu_captures_per_s_1dev`  | capture+instantiate+launch+sync of K=26 in a loop, device 0 |
 //! | `multi_gpu_captures_per_s_2dev`  | the same on devices 0 and 1 at once, one thread each       |
 //! | `multi_gpu_replays_per_s_{1,2}dev` | launch+sync of one captured K=26 graph in a loop         |
@@ -621,7 +621,7 @@ fn recapture_update(c: &Chain, g: &mut Graph<()>, k: usize) -> Result<UpdateRepo
 
 /// `recapture_update`: begin capture, K enqueues, `end_update` into the
 /// graph of an earlier capture of the same chain (host clock, end to end;
-/// includes destroying the replaced source graph, as raw's timer includes
+/// includes destroying the re-captured graph, as raw's timer includes
 /// destroying the graph it re-captured: one K-node destroy each).
 fn bench_recapture_update(c: &Chain, k: usize, warmup: usize, iters: usize, mode: Mode) -> Result<()> {
     let mut g = c.capture(k)?;

@@ -66,8 +66,9 @@ pub enum Variant {
     BareOnly,
     /// Re-capture + update by bare calls that keep the re-captured graph
     /// as the executable's source and destroy the replaced one (as
-    /// fc-graph's `end_update` did up to run 17), instead of destroying the
-    /// re-captured graph right after the update ([`Variant::Bare`]).
+    /// fc-graph's `end_update` did in runs 18-30), instead of destroying the
+    /// re-captured graph right after the update ([`Variant::Bare`], and
+    /// fc-graph since run 31).
     BareKeepNew,
 }
 

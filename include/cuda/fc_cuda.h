@@ -440,6 +440,8 @@ size_t fc_graph_segment_node_count(const fc_graph *graph, size_t index);
  * nodes). The file holds one `digraph` per non-empty segment, in replay
  * order, each preceded by a `//` comment naming its piece; breaks and empty
  * segments appear as comments only (`dot -Tsvg file` renders every digraph).
+ * A segment updated in place (fc_graph_end_update_ctx) shows its topology
+ * with the parameters of its last instantiation.
  * Per-segment files `<path>.fc-piece<i>.tmp` are written next to it and
  * removed. FC_ERR_UNSUPPORTED on drivers before CUDA 11.3,
  * FC_ERR_INVALID_ARGUMENT when `path` is NULL or cannot be written. */
