@@ -41,8 +41,9 @@
  *     call returns.
  *   - Cost: each handle a call takes is checked once, about 20-26 ns on an
  *     H200 (two atomic operations); fc_add_ctx takes four. A re-capture of
- *     26 to 2,600 element-wise kernels through this API costs 1.18-1.23x
- *     the bare driver calls, through the Rust API 1.07-1.09x (GPU run 28).
+ *     26 to 2,600 element-wise kernels through this API costs 1.12-1.22x
+ *     the bare driver calls, through the Rust API 0.98-1.06x (GPU runs
+ *     30-33).
  *
  * Threads
  *   - Every function may be called from any thread. One context may be
