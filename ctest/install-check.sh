@@ -32,18 +32,12 @@ SEED_RUNS="${FC_SEED_RUNS:-1}"
 TIMEOUT_S="${FC_TEST_TIMEOUT:-900}"
 REQUIRE_TOOLS="${FC_REQUIRE_INSTALL_TOOLS:-0}"
 
-PASSED=0 FAILED=0 SKIPPED=0 TOOLS_MISSING=0
-SUMMARY=()
-log() { printf '%s\n' "$*"; }
-section() { printf '\n== %s ==\n' "$*"; }
-record() { # record STATUS NAME [DETAIL]
-    case $1 in
-    PASS) PASSED=$((PASSED + 1)) ;;
-    FAIL) FAILED=$((FAILED + 1)) ;;
-    SKIP) SKIPPED=$((SKIPPED + 1)) ;;
-    esac
-    SUMMARY+=("$(printf '%-4s  %-56s %s' "$1" "$2" "${3:-}")")
-}
+TOOLS_MISSING=0
+NAME_WIDTH=56
+SKIP_DETAIL_CHARS=90
+# log, section, record, finish, run_prog
+# shellcheck source=ctest/report.sh
+. "$HERE/report.sh"
 check() { # check NAME DETAIL COMMAND...: PASS when COMMAND succeeds
     local name=$1 detail=$2
     shift 2
@@ -54,13 +48,6 @@ die() {
     exit 2
 }
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; }
-finish() {
-    section summary
-    local line
-    for line in "${SUMMARY[@]+"${SUMMARY[@]}"}"; do log "$line"; done
-    log "$PASSED passed, $FAILED failed, $SKIPPED skipped"
-    [[ $FAILED -eq 0 ]]
-}
 have_tool() { # have_tool TOOL WHAT: true when TOOL exists; else records a skip/fail
     command -v "$1" >/dev/null && return 0
     TOOLS_MISSING=1
@@ -218,38 +205,6 @@ linkage() { # linkage BINARY shared|static: the binary depends on libfcgraph.so.
             needs_soname "$bin"
     else
         check "linkage $(basename "$bin")" "no libfcgraph.so dependency" no_libfcgraph "$bin"
-    fi
-}
-
-# run_prog NAME BIN LOG: runs one program, classifies it, records it.
-run_prog() {
-    local name=$1 bin=$2 logf=$3 rc np nf ns cases
-    log ""
-    log "--- $name"
-    set +e
-    if command -v timeout >/dev/null; then
-        timeout "$TIMEOUT_S" "$bin" 2>&1 | tee "$logf"
-    else
-        "$bin" 2>&1 | tee "$logf"
-    fi
-    rc=${PIPESTATUS[0]}
-    set -e
-    np=$(grep -c '^\[PASS\]' "$logf" || true)
-    nf=$(grep -c '^\[FAIL\]' "$logf" || true)
-    ns=$(grep -c '^\[SKIP\]' "$logf" || true)
-    cases="cases: $np passed, $nf failed, $ns skipped"
-    if [[ $rc -eq 124 ]]; then
-        record FAIL "$name" "timed out after ${TIMEOUT_S}s; $cases"
-    elif [[ $rc -ne 0 ]]; then
-        record FAIL "$name" "exit $rc; $cases"
-    elif [[ $nf -gt 0 ]]; then
-        record FAIL "$name" "exit 0 but printed [FAIL]; $cases"
-    elif [[ $np -gt 0 ]]; then
-        record PASS "$name" "$cases"
-    elif [[ $ns -gt 0 ]]; then
-        record SKIP "$name" "$(grep -m1 '^\[SKIP\]' "$logf" | cut -c1-90)"
-    else
-        record FAIL "$name" "exit 0 without a [PASS] or [SKIP] line"
     fi
 }
 

@@ -35,35 +35,16 @@ SEED_SRC="$ROOT/../shared/seeds/$SEED_NAME.c"
 SEED_RUNS="${FC_SEED_RUNS:-1}"
 TIMEOUT_S="${FC_TEST_TIMEOUT:-900}"
 
-PASSED=0
-FAILED=0
-SKIPPED=0
-SUMMARY=()
-
-log() { printf '%s\n' "$*"; }
-section() { printf '\n== %s ==\n' "$*"; }
-record() { # record STATUS NAME [DETAIL]
-    local status=$1 name=$2 detail=${3:-}
-    case $status in
-    PASS) PASSED=$((PASSED + 1)) ;;
-    FAIL) FAILED=$((FAILED + 1)) ;;
-    SKIP) SKIPPED=$((SKIPPED + 1)) ;;
-    esac
-    SUMMARY+=("$(printf '%-4s  %-40s %s' "$status" "$name" "$detail")")
-}
+NAME_WIDTH=40
+SKIP_DETAIL_CHARS=100
+# log, section, record, finish, run_prog
+# shellcheck source=ctest/report.sh
+. "$HERE/report.sh"
 die() {
     printf 'run.sh: %s\n' "$*" >&2
     exit 2
 }
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; }
-
-finish() {
-    section summary
-    local line
-    for line in "${SUMMARY[@]+"${SUMMARY[@]}"}"; do log "$line"; done
-    log "$PASSED passed, $FAILED failed, $SKIPPED skipped"
-    [[ $FAILED -eq 0 ]]
-}
 
 # ---- the library -------------------------------------------------------------
 
@@ -253,39 +234,6 @@ build_one() {
 }
 
 # ---- running -----------------------------------------------------------------
-
-# run_prog NAME BIN LOG: runs one program, classifies it, records it.
-run_prog() {
-    local name=$1 bin=$2 logf=$3 rc=0 cases
-    log ""
-    log "--- $name"
-    set +e
-    if command -v timeout >/dev/null; then
-        timeout "$TIMEOUT_S" "$bin" 2>&1 | tee "$logf"
-    else
-        "$bin" 2>&1 | tee "$logf"
-    fi
-    rc=${PIPESTATUS[0]}
-    set -e
-    local np nf ns
-    np=$(grep -c '^\[PASS\]' "$logf" || true)
-    nf=$(grep -c '^\[FAIL\]' "$logf" || true)
-    ns=$(grep -c '^\[SKIP\]' "$logf" || true)
-    cases="cases: $np passed, $nf failed, $ns skipped"
-    if [[ $rc -eq 124 ]]; then
-        record FAIL "$name" "timed out after ${TIMEOUT_S}s; $cases"
-    elif [[ $rc -ne 0 ]]; then
-        record FAIL "$name" "exit $rc; $cases"
-    elif [[ $nf -gt 0 ]]; then
-        record FAIL "$name" "exit 0 but printed [FAIL]; $cases"
-    elif [[ $np -gt 0 ]]; then
-        record PASS "$name" "$cases"
-    elif [[ $ns -gt 0 ]]; then
-        record SKIP "$name" "$(grep -m1 '^\[SKIP\]' "$logf" | cut -c1-100)"
-    else
-        record FAIL "$name" "exit 0 without a [PASS] or [SKIP] line"
-    fi
-}
 
 # run_all DIR: runs DIR/bin/* (seed FC_SEED_RUNS times), logs in DIR/logs.
 run_all() {
