@@ -64,24 +64,29 @@ static void sweep_null(fc_cuda_ctx *unused)
     }
 }
 
-/* Every export that takes handles, each handle a forged value: an invalid
- * handle, "not a handle made by this library"; nothing runs, nothing is
- * freed. */
+/* Every export that takes handles, each handle `value` (named `label` in
+ * case names): refused with FC_ERR_INVALID_HANDLE, its message holding
+ * `msg`; nothing runs, nothing is freed. */
+static void expect_refused_everywhere(uintptr_t value, const char *label, const char *msg)
+{
+    for (size_t e = 0; e < CT_EXPORT_COUNT; e++) {
+        const ct_export *x = &ct_exports[e];
+        if (ct_export_nparams(x) == 0) continue;
+        ct_handles h;
+        void *args[3];
+        setup_handles(&h, (void *)value, args);
+        char name[128];
+        snprintf(name, sizeof name, "%s(%s)", x->name, label);
+        EXPECT(name, ct_call_export(e, &h), FC_ERR_INVALID_HANDLE, msg);
+    }
+}
+
+/* Forged values: "not a handle made by this library". */
 static void sweep_forged(fc_cuda_ctx *unused)
 {
     (void)unused;
-    for (size_t v = 0; v < CT_COUNT(forged_values); v++) {
-        for (size_t e = 0; e < CT_EXPORT_COUNT; e++) {
-            const ct_export *x = &ct_exports[e];
-            if (ct_export_nparams(x) == 0) continue;
-            ct_handles h;
-            void *args[3];
-            setup_handles(&h, (void *)forged[v], args);
-            char name[128];
-            snprintf(name, sizeof name, "%s(%s)", x->name, forged_values[v].what);
-            EXPECT(name, ct_call_export(e, &h), FC_ERR_INVALID_HANDLE, "not a handle made by this library");
-        }
-    }
+    for (size_t v = 0; v < CT_COUNT(forged_values); v++)
+        expect_refused_everywhere(forged[v], forged_values[v].what, "not a handle made by this library");
 }
 
 /* A small odd number is shaped like a handle (kind tags are odd): still
@@ -91,16 +96,9 @@ static void sweep_handle_shaped(fc_cuda_ctx *unused)
     (void)unused;
     static const uintptr_t shaped[] = {0xC1, 0xC3, 0xC5, 0xC7, 0xC9, 0x1FFFFFC1};
     for (size_t v = 0; v < CT_COUNT(shaped); v++) {
-        for (size_t e = 0; e < CT_EXPORT_COUNT; e++) {
-            const ct_export *x = &ct_exports[e];
-            if (ct_export_nparams(x) == 0) continue;
-            ct_handles h;
-            void *args[3];
-            setup_handles(&h, (void *)shaped[v], args);
-            char name[128];
-            snprintf(name, sizeof name, "%s(%#lx)", x->name, (unsigned long)shaped[v]);
-            EXPECT(name, ct_call_export(e, &h), FC_ERR_INVALID_HANDLE, "handle");
-        }
+        char label[32];
+        snprintf(label, sizeof label, "%#lx", (unsigned long)shaped[v]);
+        expect_refused_everywhere(shaped[v], label, "handle");
     }
 }
 
