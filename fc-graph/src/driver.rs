@@ -40,23 +40,7 @@ fn load_driver() -> Result<&'static Driver> {
 /// Converts a driver status into a `Result`, naming the call.
 #[inline(always)]
 pub(crate) fn check(call: &'static str, res: CUresult) -> Result<()> {
-    if res == CUDA_SUCCESS {
-        return Ok(());
-    }
-    check_failed(call, res)
-}
-
-/// The error of a failed call (kept out of line: launches stay small).
-#[cold]
-#[inline(never)]
-fn check_failed(call: &'static str, res: CUresult) -> Result<()> {
-    match driver() {
-        Ok(d) => check_with(d, call, res),
-        Err(_) if res == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED => {
-            Err(Error::CaptureInvalidated { call, detail: String::new() })
-        }
-        Err(_) => Err(Error::Cuda { call, code: res, name: format!("CUDA_ERROR_{res}"), description: String::new() }),
-    }
+    Failed::check(call, res).map_err(Failed::into_error)
 }
 
 /// A context handle plus how to make it current: a primary context is left
@@ -77,8 +61,19 @@ unsafe impl Sync for RawCtx {}
 fn check_with(d: &Driver, call: &'static str, res: CUresult) -> Result<()> {
     match res {
         CUDA_SUCCESS => Ok(()),
-        CUDA_ERROR_STREAM_CAPTURE_INVALIDATED => Err(Error::CaptureInvalidated { call, detail: String::new() }),
-        _ => Err(Error::Cuda { call, code: res, name: d.error_name(res), description: d.error_string(res) }),
+        _ => Err(error_with(Some(d), call, res)),
+    }
+}
+
+/// The error of `call` failing with `res`, named by the driver when there
+/// is one to ask.
+fn error_with(d: Option<&Driver>, call: &'static str, res: CUresult) -> Error {
+    if res == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED {
+        return Error::CaptureInvalidated { call, detail: String::new() };
+    }
+    match d {
+        Some(d) => Error::Cuda { call, code: res, name: d.error_name(res), description: d.error_string(res) },
+        None => Error::Cuda { call, code: res, name: format!("CUDA_ERROR_{res}"), description: String::new() },
     }
 }
 
@@ -114,10 +109,7 @@ impl Failed {
     #[cold]
     #[inline(never)]
     pub(crate) fn into_error(self) -> Error {
-        match check_failed(self.call, self.res) {
-            Err(e) => e,
-            Ok(()) => Error::invalid(format!("{} failed", self.call)),
-        }
+        error_with(driver().ok(), self.call, self.res)
     }
 }
 
