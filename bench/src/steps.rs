@@ -559,32 +559,26 @@ impl BareExec {
     }
 }
 
-/// A context, three buffers and a graph of the K-kernel chain made
-/// through the C ABI, for `c_recapture_update`.
+/// A context and three buffers made through the C ABI, recording the
+/// K-kernel chain through it (`c_graph_launch`, `c_recapture_update`).
 struct CRig {
     ctx: *mut fcgraph::fc_cuda_ctx,
     bufs: Vec<*mut fcgraph::fc_buffer>,
-    graph: *mut fcgraph::fc_graph,
     n: usize,
 }
 
 impl CRig {
-    fn new(device: usize, n: usize, k: usize) -> Result<CRig> {
+    fn new(device: usize, n: usize) -> Result<CRig> {
         use fcgraph as c;
         let device = std::os::raw::c_int::try_from(device).map_err(|_| fc_graph::Error::invalid("device"))?;
         let ctx = c::fc_cuda_init_device(device);
         if ctx.is_null() {
             return Err(c_failure("fc_cuda_init_device"));
         }
-        let mut rig = CRig { ctx, bufs: Vec::new(), graph: std::ptr::null_mut(), n };
+        let mut rig = CRig { ctx, bufs: Vec::new(), n };
         rig.bufs = (0..3).map(|_| c::fc_buffer_alloc_ctx(ctx, n * 4)).collect();
         if rig.bufs.iter().any(|b| b.is_null()) {
             return Err(c_failure("fc_buffer_alloc_ctx"));
-        }
-        rig.record(k)?;
-        rig.graph = c::fc_graph_end_ctx(ctx);
-        if rig.graph.is_null() {
-            return Err(c_failure("fc_graph_end_ctx"));
         }
         Ok(rig)
     }
@@ -610,12 +604,22 @@ impl CRig {
         Ok(())
     }
 
-    /// Re-records the K kernels into the graph; in place or an error.
-    fn recapture(&self, k: usize) -> Result<()> {
+    /// A graph of the K kernels, which the caller frees.
+    fn capture(&self, k: usize) -> Result<*mut fcgraph::fc_graph> {
+        self.record(k)?;
+        let graph = fcgraph::fc_graph_end_ctx(self.ctx);
+        if graph.is_null() {
+            return Err(c_failure("fc_graph_end_ctx"));
+        }
+        Ok(graph)
+    }
+
+    /// Re-records the K kernels into `graph`; in place or an error.
+    fn recapture(&self, graph: *mut fcgraph::fc_graph, k: usize) -> Result<()> {
         self.record(k)?;
         let mut updated = 0;
         // SAFETY: a live context and graph of it; a valid out-pointer.
-        let rc = unsafe { fcgraph::fc_graph_end_update_ctx(self.ctx, self.graph, &mut updated) };
+        let rc = unsafe { fcgraph::fc_graph_end_update_ctx(self.ctx, graph, &mut updated) };
         if rc != 0 || updated != 1 {
             return Err(fc_graph::Error::invalid(format!(
                 "c_recapture_update K={k}: fc_graph_end_update_ctx returned {rc}, {updated} updated in place"
@@ -628,7 +632,6 @@ impl CRig {
 impl Drop for CRig {
     fn drop(&mut self) {
         use fcgraph as c;
-        c::fc_graph_free(self.graph);
         for &b in &self.bufs {
             c::fc_buffer_free(b);
         }
@@ -672,7 +675,8 @@ fn recapture_rows(d: &Driver, rig: &Rig, k: usize, iters: usize, out: &mut dyn F
             return Err(e);
         }
     };
-    let crig = match CRig::new(rig.ctx.device_id(), rig.n, k) {
+    let crig = CRig::new(rig.ctx.device_id(), rig.n).and_then(|r| Ok((r.capture(k)?, r)));
+    let (cgraph, crig) = match crig {
         Ok(r) => r,
         Err(e) => {
             bare.destroy(d);
@@ -701,7 +705,7 @@ fn recapture_rows(d: &Driver, rig: &Rig, k: usize, iters: usize, out: &mut dyn F
             // SAFETY: live graph; a null node array asks for the count only.
             ok("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(keep.source, std::ptr::null_mut(), &mut nodes) })?;
             let t4 = Instant::now();
-            crig.recapture(k)?;
+            crig.recapture(cgraph, k)?;
             let t5 = Instant::now();
             if nodes != k {
                 return Err(fc_graph::Error::invalid(format!("graph_node_count: {nodes} nodes, want {k}")));
@@ -719,6 +723,7 @@ fn recapture_rows(d: &Driver, rig: &Rig, k: usize, iters: usize, out: &mut dyn F
     let result = run();
     bare.destroy(d);
     keep.destroy(d);
+    fcgraph::fc_graph_free(cgraph);
     drop(crig);
     result?;
     emit(out, "recapture_update", Variant::Fc, k, &mut fc);
@@ -740,18 +745,11 @@ fn recapture_rows(d: &Driver, rig: &Rig, k: usize, iters: usize, out: &mut dyn F
 fn c_abi_rows(cfg: &StepsConfig, out: &mut dyn FnMut(StepOutput)) -> Result<()> {
     use fcgraph as c;
     const BATCH: usize = 1000;
-    let device = std::os::raw::c_int::try_from(cfg.device).map_err(|_| fc_graph::Error::invalid("device"))?;
     let fail = |what: &str| fc_graph::Error::invalid(format!("{what} failed in the C ABI rows"));
-    let cctx = c::fc_cuda_init_device(device);
-    if cctx.is_null() {
-        return Err(fail("fc_cuda_init_device"));
-    }
-    let bufs: Vec<*mut c::fc_buffer> = (0..3).map(|_| c::fc_buffer_alloc_ctx(cctx, cfg.n * 4)).collect();
+    let crig = CRig::new(cfg.device, cfg.n)?;
+    let (cctx, bufs) = (crig.ctx, &crig.bufs);
     let rust_buf = Context::new(cfg.device)?.alloc(cfg.n * 4)?;
     let result = (|| {
-        if bufs.iter().any(|b| b.is_null()) {
-            return Err(fail("fc_buffer_alloc_ctx"));
-        }
         let (mut fc, mut bare) = (Vec::new(), Vec::new());
         for _ in 0..cfg.single_call_samples.max(100) {
             let t0 = Instant::now();
@@ -794,24 +792,7 @@ fn c_abi_rows(cfg: &StepsConfig, out: &mut dyn FnMut(StepOutput)) -> Result<()> 
         let d = fc_graph::driver()?;
         let stream = c::fc_ctx_stream(cctx) as CUstream;
         for &(k, iters) in &cfg.chains {
-            if c::fc_graph_begin_ctx(cctx) != 0 {
-                return Err(fail("fc_graph_begin_ctx"));
-            }
-            for i in 0..k {
-                let rc = if i % 2 == 0 {
-                    c::fc_add_ctx(cctx, bufs[0], bufs[1], bufs[2], cfg.n)
-                } else {
-                    c::fc_mul_ctx(cctx, bufs[2], bufs[1], bufs[0], cfg.n)
-                };
-                if rc != 0 {
-                    c::fc_graph_abort_ctx(cctx);
-                    return Err(fail("fc_add_ctx / fc_mul_ctx"));
-                }
-            }
-            let cg = c::fc_graph_end_ctx(cctx);
-            if cg.is_null() {
-                return Err(fail("fc_graph_end_ctx"));
-            }
+            let cg = crig.capture(k)?;
             // The bare twin: the same chain captured through the library's
             // Rust API, launched with cuGraphLaunch on the C context's stream.
             let (mut fc, mut bare) = (Vec::new(), Vec::new());
@@ -841,10 +822,7 @@ fn c_abi_rows(cfg: &StepsConfig, out: &mut dyn FnMut(StepOutput)) -> Result<()> 
         }
         Ok(())
     })();
-    for b in bufs {
-        c::fc_buffer_free(b);
-    }
-    c::fc_cuda_ctx_free(cctx);
+    drop(crig);
     result
 }
 
