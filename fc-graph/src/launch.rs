@@ -92,8 +92,18 @@ impl LaunchOptions {
 /// Whether an `FC_PDL` value allows PDL: unset, empty or anything else
 /// than `0`/`off`/`false`/`no` (any case, surrounding blanks ignored).
 pub fn pdl_env_value_allows(value: Option<&str>) -> bool {
-    let Some(v) = value else { return true };
-    !matches!(v.trim().to_ascii_lowercase().as_str(), "0" | "off" | "false" | "no")
+    switch_value(value) != Some(false)
+}
+
+/// An on/off environment value: `Some(true)` for `1`/`on`/`true`/`yes`,
+/// `Some(false)` for `0`/`off`/`false`/`no` (any case, surrounding blanks
+/// ignored), `None` when unset or anything else.
+fn switch_value(value: Option<&str>) -> Option<bool> {
+    match value?.trim().to_ascii_lowercase().as_str() {
+        "1" | "on" | "true" | "yes" => Some(true),
+        "0" | "off" | "false" | "no" => Some(false),
+        _ => None,
+    }
 }
 
 /// Whether `FC_PDL` allows PDL in this process (read once, then fixed).
@@ -268,8 +278,7 @@ fn launches_unbound(d: &Driver) -> bool {
 /// Whether a driver of API version `driver_version`, with `FC_BIND_LAUNCHES`
 /// set to `env`, launches without binding the context first.
 pub fn unbound_launch_allowed(driver_version: i32, env: Option<&str>) -> bool {
-    let bind = env.is_some_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "on" | "true" | "yes"));
-    driver_version >= UNBOUND_LAUNCH_MIN_DRIVER_VERSION && !bind
+    driver_version >= UNBOUND_LAUNCH_MIN_DRIVER_VERSION && switch_value(env) != Some(true)
 }
 
 /// Whether a launch failed because of the calling thread's current context
