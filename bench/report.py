@@ -635,6 +635,11 @@ def main():
              "programmatic dependent launch `kernels/elementwise_sm90.ptx`; "
              "PyTorch runs its own `torch.add`/`torch.mul` with `out=`), on a non-blocking stream. "
              "Host monotonic clocks; median with p10–p90 in microseconds unless marked /s.")
+    L.append("- **Rounds:** every program runs in alternating rounds, each a fresh process pinned to the same cores "
+             "(`scripts/gpu-bench.sh`: BENCH_ROUNDS full rounds, then BENCH_HOST_ROUNDS without the multi-GPU rows); "
+             "each row shows each implementation's best round (lowest median, highest rate), the same rule for all. "
+             "Host-bound rows are bimodal between processes on these VMs (GPU run 34), hence the extra short rounds. "
+             "Multi-GPU scaling goals read the median of per-round ratios instead.")
     L.append("- **Implementations:** " + ", ".join(f"{IMPL_NAMES[i]}: **{status[i]}**" for i in IMPLS))
     builds = {str(o.get("build")) for o in data["fc"].values() if "build" in o}
     if "debug" in builds:

@@ -10,23 +10,24 @@
 //! answered with `FC_ERR_INVALID_HANDLE` and a message, never undefined
 //! behaviour.
 //!
-//! A slot holds its entry in an `arc_swap::ArcSwapOption`: a lookup takes a
-//! guard on the entry without locking (arc-swap's thread-local fast path;
-//! no shared reference count is touched), so an object freed by one thread
-//! while another is inside a call on it lives until that call returns, and
-//! is destroyed by whichever thread lets go of it last. A free swaps the
-//! entry out with a compare-and-swap, so of two racing frees exactly one
-//! succeeds.
+//! A slot holds a pointer to its entry. A lookup protects the entry with a
+//! hazard pointer (module `hazard`: one store, one fence and one load on
+//! this thread's own record, no shared counter), so an object freed by one
+//! thread while another is inside a call on it lives until that call lets
+//! go of it, and is destroyed at the end of the next C call that finds it
+//! unprotected (normally that very call). A free takes the entry out with
+//! a compare-and-swap, so of two racing frees exactly one succeeds.
 //!
 //! Cost: `fc-bench --steps`, row `handle_check` (an export's whole C-ABI
 //! overhead against the Rust call it wraps).
 
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
-
-use arc_swap::{ArcSwapOption, Guard};
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use ::fc_graph::{Error, Result};
+
+use super::hazard::{self, Hazard};
 
 /// Slots per segment (segments are allocated on first use).
 const SEGMENT: usize = 1024;
@@ -85,39 +86,63 @@ const fn const_str_eq(a: &str, b: &str) -> bool {
     true
 }
 
-/// A live object and the generation its handle carries.
+/// A live object and the generation its handle carries (never changed
+/// while the entry is in its slot).
 pub(crate) struct Entry<T> {
     generation: u32,
     object: T,
 }
 
-impl<T> std::ops::Deref for Entry<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.object
-    }
-}
-
 struct Slot<T> {
-    current: ArcSwapOption<Entry<T>>,
+    /// The live entry (a leaked box), or NULL.
+    current: AtomicPtr<Entry<T>>,
     /// The generation of the slot's current (or next) occupant; never 0.
     generation: AtomicU32,
 }
 
-/// A looked-up object, valid for as long as the guard is held (the length
-/// of one call).
+/// A looked-up object, valid for as long as it is held (the length of one
+/// call, on the calling thread).
 pub(crate) struct Live<T> {
-    guard: Guard<Option<Arc<Entry<T>>>>,
+    entry: NonNull<Entry<T>>,
+    _hazard: Hazard,
 }
 
 impl<T> std::ops::Deref for Live<T> {
     type Target = T;
     fn deref(&self) -> &T {
-        match &*self.guard {
-            Some(entry) => &entry.object,
-            // `get` only hands out guards it saw holding an entry.
-            None => unreachable!("a Live guard always holds an entry"),
+        // SAFETY: the hazard protects the entry from being destroyed until
+        // this Live is dropped.
+        unsafe { &self.entry.as_ref().object }
+    }
+}
+
+/// An object taken out of its table by [`remove`]: the freeing call may
+/// still use it; dropping it destroys the object, or leaves that to the
+/// end of the call that still holds it.
+pub(crate) struct Removed<T: Send + Sync + 'static> {
+    entry: NonNull<Entry<T>>,
+}
+
+impl<T: Send + Sync + 'static> std::ops::Deref for Removed<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: only this Removed may retire the entry, and it does so
+        // when dropped.
+        unsafe { &self.entry.as_ref().object }
+    }
+}
+
+impl<T: Send + Sync + 'static> Drop for Removed<T> {
+    fn drop(&mut self) {
+        /// Frees an `Entry<T>` made by `insert`.
+        unsafe fn destroy<T>(p: NonNull<()>) {
+            // SAFETY: `p` is the leaked box of an `Entry<T>` (see `insert`),
+            // retired once.
+            drop(unsafe { Box::from_raw(p.cast::<Entry<T>>().as_ptr()) });
         }
+        // SAFETY: `remove` took the entry out of its slot, and only this
+        // Removed retires it; `T: Send + Sync`, so any thread may drop it.
+        unsafe { hazard::retire(self.entry.cast(), destroy::<T>) };
     }
 }
 
@@ -147,7 +172,9 @@ impl<T> Table<T> {
     fn slot_or_init(&self, index: u32) -> &Slot<T> {
         let (seg, off) = (index as usize / SEGMENT, index as usize % SEGMENT);
         let segment = self.segments[seg].get_or_init(|| {
-            (0..SEGMENT).map(|_| Slot { current: ArcSwapOption::empty(), generation: AtomicU32::new(1) }).collect()
+            (0..SEGMENT)
+                .map(|_| Slot { current: AtomicPtr::new(ptr::null_mut()), generation: AtomicU32::new(1) })
+                .collect()
         });
         &segment[off]
     }
@@ -187,7 +214,8 @@ pub(crate) fn insert<K: Kind>(object: K) -> Result<*mut K::C> {
     // into this slot until it is freed again.
     let slot = table.slot_or_init(index);
     let generation = slot.generation.load(Ordering::Acquire);
-    slot.current.store(Some(Arc::new(Entry { generation, object })));
+    let entry = Box::into_raw(Box::new(Entry { generation, object }));
+    slot.current.store(entry, Ordering::Release);
     Ok(encode(generation, index, K::TAG) as *mut K::C)
 }
 
@@ -224,8 +252,11 @@ fn lookup<K: Kind>(raw: usize) -> Option<Live<K>> {
     if tag != K::TAG {
         return None; // NULL too: its tag is 0
     }
-    let guard = K::table().slot(index)?.current.load();
-    matches!(&*guard, Some(entry) if entry.generation == generation).then_some(Live { guard })
+    let slot = K::table().slot(index)?;
+    let hazard = Hazard::new();
+    let entry = NonNull::new(hazard.protect(&slot.current))?;
+    // SAFETY: the hazard protects the entry; its generation never changes.
+    (unsafe { entry.as_ref() }.generation == generation).then_some(Live { entry, _hazard: hazard })
 }
 
 /// Why `raw` is not a live handle of kind `K` (NULL included).
@@ -238,30 +269,34 @@ fn not_live<K: Kind>(raw: usize, what: &str) -> Error {
     refusal::<K>(raw, what)
 }
 
-/// Removes the object behind `h` from its table and returns it (the caller
-/// drops it, destroying it unless another thread's call still holds it).
-pub(crate) fn remove<K: Kind>(h: *mut K::C, what: &str) -> Result<Arc<Entry<K>>> {
+/// Removes the object behind `h` from its table and returns it; dropping
+/// that destroys the object (or, while another thread's call still holds
+/// it, leaves that to the end of such a call).
+pub(crate) fn remove<K: Kind>(h: *mut K::C, what: &str) -> Result<Removed<K>> {
     let raw = h as usize;
     if raw == 0 {
         return Err(Error::invalid(format!("{what} is NULL")));
     }
-    let (generation, index, tag) = decode(raw);
+    let live = lookup::<K>(raw).ok_or_else(|| refusal::<K>(raw, what))?;
+    let (generation, index, _) = decode(raw);
     let table = K::table();
-    if tag == K::TAG {
-        if let Some(slot) = table.slot(index) {
-            let current = slot.current.load_full();
-            if let Some(entry) = current.as_ref().filter(|e| e.generation == generation) {
-                let previous = slot.current.compare_and_swap(&current, None);
-                // Only the thread whose swap took this very entry out frees it.
-                if matches!(&*previous, Some(p) if Arc::ptr_eq(p, entry)) {
-                    slot.generation.store(generation.wrapping_add(1).max(1), Ordering::Release);
-                    table.free.lock().unwrap_or_else(|p| p.into_inner()).0.push(index);
-                    return Ok(entry.clone());
-                }
-            }
-        }
+    let slot = table.slot(index).ok_or_else(|| refusal::<K>(raw, what))?;
+    // Only the thread whose swap takes this very entry out frees it (our
+    // hazard keeps its address from being reused meanwhile).
+    let entry = live.entry;
+    if slot.current.compare_exchange(entry.as_ptr(), ptr::null_mut(), Ordering::AcqRel, Ordering::Acquire).is_err() {
+        return Err(refusal::<K>(raw, what));
     }
-    Err(refusal::<K>(raw, what))
+    slot.generation.store(generation.wrapping_add(1).max(1), Ordering::Release);
+    table.free.lock().unwrap_or_else(|p| p.into_inner()).0.push(index);
+    drop(live); // our own hazard must not keep the entry parked
+    Ok(Removed { entry })
+}
+
+/// At the end of every C call (see `hazard::after_call`).
+#[inline]
+pub(crate) fn after_call() {
+    hazard::after_call();
 }
 
 /// Implements [`Kind`] for `$t`, exposed as the C type `$c`.
@@ -283,6 +318,7 @@ pub(crate) use handle_kind;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     struct A(u32);
     struct B;
@@ -353,11 +389,142 @@ mod tests {
         let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let h = insert(D(Dropped(flag.clone()))).unwrap();
         let in_flight = get::<D>(h, "d").unwrap();
-        drop(remove::<D>(h, "d").unwrap());
+        // Freed on another thread while this one's call holds it.
+        let raw = h as usize;
+        std::thread::scope(|s| {
+            s.spawn(move || {
+                drop(remove::<D>(raw as *mut CD, "d").unwrap());
+                after_call();
+            });
+        });
         assert!(get::<D>(h, "d").is_err(), "freed for every new lookup");
         assert!(!flag.load(Ordering::SeqCst), "still alive for the call that holds it");
+        after_call(); // this thread still holds it: nothing is destroyed
+        assert!(!flag.load(Ordering::SeqCst), "still alive for the call that holds it");
         drop(in_flight);
-        assert!(flag.load(Ordering::SeqCst), "destroyed when the last call lets go");
+        after_call();
+        assert!(flag.load(Ordering::SeqCst), "destroyed at the end of the call that let go");
+        // Without a racing call, a free destroys at once.
+        let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let h = insert(D(Dropped(flag.clone()))).unwrap();
+        drop(remove::<D>(h, "d").unwrap());
+        assert!(flag.load(Ordering::SeqCst), "destroyed by the free");
+    }
+
+    #[test]
+    fn more_lookups_than_hazard_slots_at_once() {
+        let handles: Vec<_> = (0..20).map(|i| insert(A(100 + i)).unwrap()).collect();
+        let lives: Vec<_> = handles.iter().map(|&h| get::<A>(h, "a").unwrap()).collect();
+        for (i, live) in lives.iter().enumerate() {
+            assert_eq!(live.0, 100 + i as u32);
+        }
+        drop(lives);
+        for h in handles {
+            remove::<A>(h, "a").unwrap();
+        }
+    }
+
+    #[test]
+    fn exited_threads_records_are_reused() {
+        let h = insert(A(9)).unwrap() as usize;
+        let lookups = |n: usize| {
+            for _ in 0..n {
+                std::thread::spawn(move || assert_eq!(get::<A>(h as *const CA, "a").unwrap().0, 9)).join().unwrap();
+            }
+        };
+        lookups(4);
+        let records = super::hazard::record_count();
+        lookups(200);
+        // Other tests of this binary run threads meanwhile: allow for them.
+        assert!(super::hazard::record_count() <= records + 64, "records grow with threads that exited");
+        remove::<A>(h as *mut CA, "a").unwrap();
+    }
+
+    #[test]
+    fn lookups_while_a_thread_exits() {
+        // A thread-local destructor registered before the library's runs
+        // after it (destructors run in reverse order of registration).
+        struct AtExit(usize);
+        impl Drop for AtExit {
+            fn drop(&mut self) {
+                let h = self.0 as *const CA;
+                let a = get::<A>(h, "a").unwrap();
+                let b = get::<A>(h, "a").unwrap();
+                assert_eq!(a.0 + b.0, 22);
+                drop((a, b));
+                after_call();
+            }
+        }
+        thread_local! {
+            static AT_EXIT: std::cell::Cell<Option<AtExit>> = const { std::cell::Cell::new(None) };
+        }
+        let h = insert(A(11)).unwrap() as usize;
+        std::thread::spawn(move || {
+            AT_EXIT.with(|c| c.set(Some(AtExit(h))));
+            assert_eq!(get::<A>(h as *const CA, "a").unwrap().0, 11);
+        })
+        .join()
+        .unwrap();
+        remove::<A>(h as *mut CA, "a").unwrap();
+    }
+
+    #[test]
+    fn storm_of_lookups_and_frees_destroys_each_object_once() {
+        use std::sync::atomic::{AtomicBool, AtomicUsize};
+        static MADE: AtomicUsize = AtomicUsize::new(0);
+        static DESTROYED: AtomicUsize = AtomicUsize::new(0);
+        struct Canary {
+            alive: AtomicBool,
+            value: usize,
+        }
+        impl Drop for Canary {
+            fn drop(&mut self) {
+                assert!(self.alive.swap(false, Ordering::SeqCst), "destroyed twice");
+                DESTROYED.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        enum CC {}
+        handle_kind!(Canary => CC, "fc_buckets");
+        // Handles shared by all threads through one array: each thread
+        // replaces some, looks up others (which may be freed under it).
+        let shared: Arc<Vec<std::sync::atomic::AtomicUsize>> = Arc::new(
+            (0..16)
+                .map(|i| {
+                    MADE.fetch_add(1, Ordering::SeqCst);
+                    AtomicUsize::new(insert(Canary { alive: AtomicBool::new(true), value: i }).unwrap() as usize)
+                })
+                .collect(),
+        );
+        let threads: Vec<_> = (0..6)
+            .map(|t| {
+                let shared = shared.clone();
+                std::thread::spawn(move || {
+                    for i in 0..50_000usize {
+                        let at = (i * 7 + t) % shared.len();
+                        let h = shared[at].load(Ordering::SeqCst);
+                        if i % 5 == t % 5 {
+                            MADE.fetch_add(1, Ordering::SeqCst);
+                            let new = insert(Canary { alive: AtomicBool::new(true), value: at }).unwrap() as usize;
+                            let old = shared[at].swap(new, Ordering::SeqCst);
+                            remove::<Canary>(old as *mut CC, "c").unwrap();
+                        } else if let Ok(live) = get::<Canary>(h as *const CC, "c") {
+                            assert!(live.alive.load(Ordering::SeqCst), "used after destruction");
+                            assert_eq!(live.value, at);
+                        }
+                        after_call();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        for h in shared.iter() {
+            remove::<Canary>(h.load(Ordering::SeqCst) as *mut CC, "c").unwrap();
+        }
+        after_call();
+        assert_eq!(super::hazard::parked(), 0, "nothing left parked");
+        assert_eq!(DESTROYED.load(Ordering::SeqCst), MADE.load(Ordering::SeqCst), "each object destroyed once");
     }
 
     #[test]

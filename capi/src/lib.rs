@@ -20,6 +20,7 @@ mod cache;
 mod context;
 mod graph;
 pub(crate) mod handles;
+mod hazard;
 mod info;
 mod kernel;
 mod last_error;
@@ -92,9 +93,20 @@ fn fail(e: &Error) -> c_int {
     code
 }
 
+/// Runs `f` (an export's body) and then `handles::after_call`, which may
+/// destroy an object freed while `f` or another call held it.
+#[inline]
+fn call<T>(f: impl FnOnce() -> Result<T>) -> std::thread::Result<Result<T>> {
+    catch_unwind(AssertUnwindSafe(|| {
+        let r = f();
+        handles::after_call();
+        r
+    }))
+}
+
 /// Runs `f`, returning FC_OK or the recorded error's code.
 pub(crate) fn status(f: impl FnOnce() -> Result<()>) -> c_int {
-    match catch_unwind(AssertUnwindSafe(f)) {
+    match call(f) {
         Ok(Ok(())) => 0,
         Ok(Err(e)) => fail(&e),
         Err(p) => fail(&panic_error(p)),
@@ -104,7 +116,7 @@ pub(crate) fn status(f: impl FnOnce() -> Result<()>) -> c_int {
 /// Runs `f`, returning its value or `fallback` after recording the error.
 #[inline]
 pub(crate) fn value<T>(fallback: T, f: impl FnOnce() -> Result<T>) -> T {
-    match catch_unwind(AssertUnwindSafe(f)) {
+    match call(f) {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => {
             fail(&e);

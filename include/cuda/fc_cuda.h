@@ -37,8 +37,9 @@
  *     fc_cuda_ctx was freed receives a dead context handle, and its fc_*
  *     calls on it fail with FC_ERR_INVALID_HANDLE).
  *   - A handle freed on one thread while another thread is inside a call
- *     on it stays valid for that call; the object is destroyed when the
- *     call returns.
+ *     on it stays valid for that call; the object is destroyed when that
+ *     call returns (at the latest, at the end of a later call into the
+ *     library on any thread).
  *   - Cost: each handle a call takes is checked once, about 20-26 ns on an
  *     H200 (two atomic operations); fc_add_ctx takes four. A re-capture of
  *     26 to 2,600 element-wise kernels through this API costs 1.12-1.22x
