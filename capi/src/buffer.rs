@@ -3,7 +3,7 @@
 use std::os::raw::{c_int, c_void};
 
 use ::fc_graph::builtins::BinaryOp;
-use ::fc_graph::{DeviceBuffer, Error, Result};
+use ::fc_graph::{Context, DeviceBuffer, Error, Result};
 
 use super::context::ctx;
 use super::handles::{self, handle_kind, Live};
@@ -112,7 +112,10 @@ pub extern "C" fn fc_buffer_fill_ctx(
     len: usize,
     v: u8,
 ) -> c_int {
-    status(|| buffer(buf, "buf")?.fill_bytes_on(&*ctx(c)?, offset, len, v))
+    status(|| {
+        handles::get_all!(b: DeviceBuffer = buf, "buf"; c: Context = c, "ctx");
+        b.fill_bytes_on(&c, offset, len, v)
+    })
 }
 
 /// Shared body of the element-wise exports.
@@ -124,7 +127,11 @@ fn binary(
     out: *mut fc_buffer,
     n: usize,
 ) -> c_int {
-    status(|| ctx(c)?.binary(op, &*buffer(a, "a")?, &*buffer(b, "b")?, &*buffer(out, "out")?, n))
+    status(|| {
+        handles::get_all!(c: Context = c, "ctx"; a: DeviceBuffer = a, "a"; b: DeviceBuffer = b, "b";
+            out: DeviceBuffer = out, "out");
+        c.binary(op, &a, &b, &out, n)
+    })
 }
 
 /// `int fc_add_ctx(fc_cuda_ctx *ctx, const fc_buffer *a, const fc_buffer *b, fc_buffer *out, size_t n)`

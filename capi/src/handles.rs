@@ -248,16 +248,66 @@ pub(crate) fn get<K: Kind>(h: *const K::C, what: &str) -> Result<Live<K>> {
 /// every call of the C ABI goes through this).
 #[inline]
 fn lookup<K: Kind>(raw: usize) -> Option<Live<K>> {
-    let (generation, index, tag) = decode(raw);
-    if tag != K::TAG {
-        return None; // NULL too: its tag is 0
-    }
-    let slot = K::table().slot(index)?;
-    let hazard = Hazard::new();
-    let entry = NonNull::new(hazard.protect(&slot.current))?;
-    // SAFETY: the hazard protects the entry; its generation never changes.
-    (unsafe { entry.as_ref() }.generation == generation).then_some(Live { entry, _hazard: hazard })
+    let announced = announce::<K>(raw as *const K::C);
+    hazard::fence();
+    announced.confirm_live()
 }
+
+/// A handle whose entry this thread has announced as in use, not yet
+/// confirmed: [`get_all!`] announces every handle of a call, fences once,
+/// then confirms each (one fence per call instead of one per handle).
+pub(crate) struct Announced<K: Kind> {
+    raw: usize,
+    /// The slot, the hazard announcing what it held, and that pointer;
+    /// None for a handle that names no slot of this kind (NULL included).
+    seen: Option<(&'static Slot<K>, Hazard, *mut Entry<K>)>,
+}
+
+/// Announces the entry `h` names; see [`Announced`].
+#[inline]
+pub(crate) fn announce<K: Kind>(h: *const K::C) -> Announced<K> {
+    let raw = h as usize;
+    let (_, index, tag) = decode(raw);
+    let slot = if tag == K::TAG { K::table().slot(index) } else { None }; // NULL's tag is 0
+    let seen = slot.map(|slot| {
+        let hazard = Hazard::new();
+        let p = slot.current.load(Ordering::Relaxed);
+        hazard.announce(p);
+        (slot, hazard, p)
+    });
+    Announced { raw, seen }
+}
+
+impl<K: Kind> Announced<K> {
+    /// After `hazard::fence()`: the live object (named `what` in errors),
+    /// as [`get`] returns it.
+    #[inline]
+    pub(crate) fn confirm(self, what: &str) -> Result<Live<K>> {
+        let raw = self.raw;
+        self.confirm_live().ok_or_else(|| not_live::<K>(raw, what))
+    }
+
+    #[inline]
+    fn confirm_live(self) -> Option<Live<K>> {
+        let (slot, hazard, seen) = self.seen?;
+        let entry = NonNull::new(hazard.confirm(&slot.current, seen))?;
+        let (generation, _, _) = decode(self.raw);
+        // SAFETY: the hazard protects the entry; its generation never changes.
+        (unsafe { entry.as_ref() }.generation == generation).then_some(Live { entry, _hazard: hazard })
+    }
+}
+
+/// Looks up several handles with one fence: `get_all!(name: Kind = handle,
+/// "what"; ...)` binds each `name` to its [`Live`] object, or returns the
+/// first refusal, in the order given (as `get` one after another would).
+macro_rules! get_all {
+    ($($name:ident : $kind:ty = $h:expr, $what:expr);+ $(;)?) => {
+        $(let $name = $crate::handles::announce::<$kind>($h);)+
+        $crate::hazard::fence();
+        $(let $name = $name.confirm($what)?;)+
+    };
+}
+pub(crate) use get_all;
 
 /// Why `raw` is not a live handle of kind `K` (NULL included).
 #[cold]
@@ -412,6 +462,27 @@ mod tests {
     }
 
     #[test]
+    fn get_all_confirms_in_order_with_one_fence() {
+        fn two(a: *const CA, b: *const CB) -> Result<u32> {
+            get_all!(x: A = a, "first"; _y: B = b, "second");
+            Ok(x.0)
+        }
+        let (ha, hb) = (insert(A(5)).unwrap(), insert(B).unwrap());
+        assert_eq!(two(ha, hb).unwrap(), 5);
+        // Each refusal names its handle; the first bad one in order wins.
+        let e = two(std::ptr::null(), hb as *const CB).err().unwrap();
+        assert!(e.to_string().contains("first is NULL"), "{e}");
+        let e = two(ha, ha as usize as *const CB).err().unwrap();
+        assert!(e.to_string().contains("second") && e.to_string().contains("not an fc_kernel"), "{e}");
+        remove::<B>(hb, "b").unwrap();
+        let e = two(ha, hb).err().unwrap();
+        assert!(e.to_string().contains("second") && e.to_string().contains("already freed"), "{e}");
+        remove::<A>(ha, "a").unwrap();
+        let e = two(ha, hb).err().unwrap();
+        assert!(e.to_string().contains("first") && e.to_string().contains("already freed"), "{e}");
+    }
+
+    #[test]
     fn more_lookups_than_hazard_slots_at_once() {
         let handles: Vec<_> = (0..20).map(|i| insert(A(100 + i)).unwrap()).collect();
         let lives: Vec<_> = handles.iter().map(|&h| get::<A>(h, "a").unwrap()).collect();
@@ -507,9 +578,22 @@ mod tests {
                             let new = insert(Canary { alive: AtomicBool::new(true), value: at }).unwrap() as usize;
                             let old = shared[at].swap(new, Ordering::SeqCst);
                             remove::<Canary>(old as *mut CC, "c").unwrap();
-                        } else if let Ok(live) = get::<Canary>(h as *const CC, "c") {
-                            assert!(live.alive.load(Ordering::SeqCst), "used after destruction");
-                            assert_eq!(live.value, at);
+                        } else if i % 2 == 0 {
+                            if let Ok(live) = get::<Canary>(h as *const CC, "c") {
+                                assert!(live.alive.load(Ordering::SeqCst), "used after destruction");
+                                assert_eq!(live.value, at);
+                            }
+                        } else {
+                            let next = (at + 1) % shared.len();
+                            let h2 = shared[next].load(Ordering::SeqCst);
+                            let both = || -> Result<(bool, bool)> {
+                                get_all!(x: Canary = h as *const CC, "x"; y: Canary = h2 as *const CC, "y");
+                                assert_eq!((x.value, y.value), (at, next));
+                                Ok((x.alive.load(Ordering::SeqCst), y.alive.load(Ordering::SeqCst)))
+                            };
+                            if let Ok(alive) = both() {
+                                assert_eq!(alive, (true, true), "used after destruction");
+                            }
                         }
                         after_call();
                     }

@@ -7,7 +7,8 @@
 //! into a free slot of its record, fences, and reads the table slot again:
 //! if the address is still there, no free can destroy the object until the
 //! slot is cleared. That is one store, one fence and one load per lookup,
-//! and one store when the call lets go.
+//! and one store when the call lets go; a call that looks up several
+//! handles announces them all and fences once.
 //!
 //! A free takes the object out of its table, fences, and reads every
 //! record. An object nobody protects is destroyed at once, by the freeing
@@ -30,7 +31,7 @@
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// Hazard slots per thread record (a call looks up at most a few handles).
@@ -180,6 +181,25 @@ impl Hazard {
         Hazard { slot: &record.hazards[0], bit: ALONE, _not_send: PhantomData }
     }
 
+    /// Announces `p` (read from a source) without the fence: a batch of
+    /// lookups announces each, then calls [`fence`] once, then
+    /// [`Hazard::confirm`]s each.
+    #[inline]
+    pub(crate) fn announce<T>(&self, p: *mut T) {
+        self.slot.store(p.cast(), Ordering::Relaxed);
+    }
+
+    /// After [`announce`](Hazard::announce)`(seen)` and a [`fence`]: the
+    /// pointer `src` holds now, protected as by [`Hazard::protect`].
+    #[inline]
+    pub(crate) fn confirm<T>(&self, src: &AtomicPtr<T>, seen: *mut T) -> *mut T {
+        let now = src.load(Ordering::Acquire);
+        if now == seen {
+            return now;
+        }
+        self.protect(src)
+    }
+
     /// The pointer `src` holds now, protected by this hazard until it is
     /// dropped or protects another (NULL: nothing to protect).
     #[inline]
@@ -187,9 +207,7 @@ impl Hazard {
         let mut p = src.load(Ordering::Relaxed);
         loop {
             self.slot.store(p.cast(), Ordering::Relaxed);
-            // Pairs with the fence in `retire` / `reclaim`: either their
-            // scan sees this slot, or the load below sees the object gone.
-            fence(Ordering::SeqCst);
+            self::fence();
             let now = src.load(Ordering::Acquire);
             if now == p {
                 return p;
@@ -197,6 +215,14 @@ impl Hazard {
             p = now;
         }
     }
+}
+
+/// Between announcing hazards and confirming them. Pairs with the fence
+/// in `retire` / `reclaim`: either their scan sees an announced slot, or
+/// the confirming load sees the object gone.
+#[inline]
+pub(crate) fn fence() {
+    std::sync::atomic::fence(Ordering::SeqCst);
 }
 
 impl Drop for Hazard {
@@ -241,7 +267,7 @@ fn protected(p: *mut ()) -> bool {
 /// `ptr` was taken out of every place a lookup reads it from before this
 /// call, is retired once, and `destroy(ptr)` is sound from any thread.
 pub(crate) unsafe fn retire(ptr: NonNull<()>, destroy: unsafe fn(NonNull<()>)) {
-    fence(Ordering::SeqCst);
+    fence();
     if !protected(ptr.as_ptr()) {
         // SAFETY: unreachable for new lookups and protected by none.
         unsafe { destroy(ptr) };
@@ -272,7 +298,7 @@ pub(crate) fn after_call() {
 fn reclaim() {
     let ready: Vec<Parked> = {
         let mut parked = PARKED.lock().unwrap_or_else(|p| p.into_inner());
-        fence(Ordering::SeqCst);
+        fence();
         let (ready, keep) = parked.drain(..).partition(|o| !protected(o.ptr.as_ptr()));
         *parked = keep;
         PARKED_COUNT.store(parked.len(), Ordering::SeqCst);

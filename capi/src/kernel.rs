@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use ::fc_graph::launch::LaunchOptions;
 use ::fc_graph::module::{Kernel, LaunchConfig, Module};
-use ::fc_graph::{Error, Result};
+use ::fc_graph::{Context, Error, Result};
 
 use super::context::ctx;
 use super::handles::{self, handle_kind};
@@ -159,7 +159,7 @@ pub unsafe extern "C" fn fc_kernel_launch_ex_ctx(
     flags: c_uint,
 ) -> c_int {
     status(|| {
-        let (c, ck) = (ctx(c)?, kernel(k)?);
+        handles::get_all!(c: Context = c, "ctx"; ck: CKernel = k, "kernel");
         let k = &ck.kernel;
         let opts = match flags {
             0 => LaunchOptions { pdl: ck.pdl.load(Ordering::Relaxed) },
