@@ -254,6 +254,25 @@ impl Rig {
         Ok(())
     }
 
+    /// K kernels captured through the library (one executable).
+    fn fc_capture(&self, k: usize) -> Result<Graph> {
+        let cap = self.ctx.begin_capture(CaptureMode::ThreadLocal)?;
+        self.fc_chain(k)?;
+        cap.end()
+    }
+
+    /// K kernels re-captured through the library into `g`, updated in
+    /// place (an error if the library instantiated instead).
+    fn fc_recapture(&self, g: &mut Graph, k: usize) -> Result<()> {
+        let cap = self.ctx.begin_capture(CaptureMode::ThreadLocal)?;
+        self.fc_chain(k)?;
+        let rep = cap.end_update(g)?;
+        if rep.updated != 1 {
+            return Err(fc_graph::Error::invalid(format!("re-capture K={k}: not updated in place ({rep:?})")));
+        }
+        Ok(())
+    }
+
     /// The same K kernels as bare cuLaunchKernel calls on the same stream.
     fn raw_chain(&self, d: &Driver, k: usize) -> Result<()> {
         let (mut x, mut y, mut z, mut n) = (self.x.as_raw(), self.y.as_raw(), self.z.as_raw(), self.n as u32);
@@ -435,9 +454,7 @@ pub fn run_steps(cfg: &StepsConfig, out: &mut dyn FnMut(StepOutput)) -> Result<(
 
         // Graph launch (host), the library's graph, alternating with a bare
         // cuGraphLaunch of the very same executable.
-        let cap = rig.ctx.begin_capture(CaptureMode::ThreadLocal)?;
-        rig.fc_chain(k)?;
-        let g = cap.end()?;
+        let g = rig.fc_capture(k)?;
         let Some(&exec) = g.raw_execs().first() else {
             return Err(fc_graph::Error::invalid(format!("the capture of {k} kernels recorded no executable graph")));
         };
@@ -547,9 +564,7 @@ fn table_rows_in_mode(
     let (mut fc, mut bare) = (vec![], vec![]);
     for it in 0..iters + 2 {
         let t0 = Instant::now();
-        let cap = rig.ctx.begin_capture(CaptureMode::ThreadLocal)?;
-        rig.fc_chain(k)?;
-        let g: Graph = cap.end()?;
+        let g = rig.fc_capture(k)?;
         let t1 = Instant::now();
         drop(g);
         let t2 = Instant::now();
@@ -578,23 +593,16 @@ fn table_rows_in_mode(
     if d.cuGraphExecUpdate.is_none() {
         return Ok(());
     }
-    let cap = rig.ctx.begin_capture(CaptureMode::ThreadLocal)?;
-    rig.fc_chain(k)?;
-    let mut g: Graph = cap.end()?;
+    let mut g = rig.fc_capture(k)?;
     let mut exec = BareExec::new(d, rig, k)?;
     let (mut fc, mut bare) = (vec![], vec![]);
     let mut run = || -> Result<()> {
         for it in 0..iters + 2 {
             let t0 = Instant::now();
-            let cap = rig.ctx.begin_capture(CaptureMode::ThreadLocal)?;
-            rig.fc_chain(k)?;
-            let rep = cap.end_update(&mut g)?;
+            rig.fc_recapture(&mut g, k)?;
             let t1 = Instant::now();
             exec.recapture(d, rig, k, false)?;
             let t2 = Instant::now();
-            if rep.updated != 1 {
-                return Err(fc_graph::Error::invalid(format!("{update_step} K={k}: not updated in place ({rep:?})")));
-            }
             if it >= 2 {
                 fc.push(us_since(t0, t1));
                 bare.push(us_since(t1, t2));
@@ -783,9 +791,7 @@ fn recapture_rows(d: &Driver, rig: &Rig, k: usize, iters: usize, out: &mut dyn F
     if d.cuGraphExecUpdate.is_none() {
         return Ok(());
     }
-    let cap = rig.ctx.begin_capture(CaptureMode::ThreadLocal)?;
-    rig.fc_chain(k)?;
-    let mut g: Graph = cap.end()?;
+    let mut g = rig.fc_capture(k)?;
     let mut bare = BareExec::new(d, rig, k)?;
     let mut keep = match BareExec::new(d, rig, k) {
         Ok(e) => e,
@@ -807,15 +813,8 @@ fn recapture_rows(d: &Driver, rig: &Rig, k: usize, iters: usize, out: &mut dyn F
     let mut run = || -> Result<()> {
         for it in 0..iters + 2 {
             let t0 = Instant::now();
-            let cap = rig.ctx.begin_capture(CaptureMode::ThreadLocal)?;
-            rig.fc_chain(k)?;
-            let rep = cap.end_update(&mut g)?;
+            rig.fc_recapture(&mut g, k)?;
             let t1 = Instant::now();
-            if rep.updated != 1 {
-                return Err(fc_graph::Error::invalid(format!(
-                    "recapture_update K={k}: not updated in place ({rep:?})"
-                )));
-            }
             bare.recapture(d, rig, k, false)?;
             let t2 = Instant::now();
             keep.recapture(d, rig, k, true)?;
