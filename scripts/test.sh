@@ -3,6 +3,8 @@
 #   - formatting and clippy;
 #   - the Python tests of the benchmark report (bench/test_*.py, unittest);
 #   - the Rust workspace tests (GPU suites skip visibly without a driver);
+#   - the C ABI's handle table under AddressSanitizer (scripts/asan-handles.sh;
+#     skips visibly without a nightly toolchain);
 #   - the C suite (ctest/run.sh: the engine's seed test, built unmodified,
 #     plus our own C tests) against target/release/libfcgraph.so;
 #   - the install (ctest/install-check.sh): scripts/install.sh into a
@@ -21,6 +23,7 @@ cargo fmt --all -- --check
 python3 -m unittest discover -s bench -p 'test_*.py'
 cargo clippy --workspace --all-targets -q -- -D warnings
 cargo test --workspace --release
+scripts/asan-handles.sh
 scripts/build.sh              # libfcgraph.so/.a and fcgraph, built as demo.sh and install.sh build them
 bash ctest/run.sh target/release
 bash ctest/install-check.sh
