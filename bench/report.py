@@ -554,12 +554,12 @@ def pdl_table(data, status, tally, missed, steps=None):
     return out
 
 
-def steps_table(path, tally=None, missed=None):
+def steps_table(rows, err, tally=None, missed=None):
     """The attribution table: each step of fc-graph next to the bare driver
-    call(s) it wraps, timed alternately in one process (`fc-bench --steps`).
-    Process-to-process variation cancels out here. Counts the handle-check
-    goal into `tally` / `missed` when given."""
-    rows, _, err = load(path)
+    call(s) it wraps, timed alternately in one process (`fc-bench --steps`;
+    `rows` and `err` as `load` returns them). Process-to-process variation
+    cancels out here. Counts the handle-check goal into `tally` / `missed`
+    when given."""
     if not rows:
         return ["", "## Where the time goes", "", f"(no step rows: {err or 'empty'})"]
     out = ["", "## Where the time goes (same process, alternating: library step vs bare driver calls)", "",
@@ -687,7 +687,7 @@ def main():
     L.append("|---|---:|---:|---:|---:|---:|---:|---|")
     tally = {"met": 0, "MISSED": 0, "n/a": 0}
     missed = []
-    step_rows = load(args.steps)[0] if args.steps else {}
+    step_rows, _, step_err = load(args.steps)
     for rk in sorted(keys, key=sort_key):
         row, k = rk
         fc, raw, torch = data["fc"].get(rk), data["raw"].get(rk), data["torch"].get(rk)
@@ -745,7 +745,7 @@ def main():
         extra.extend(interop_tables(args.interop, tally, missed))
     if args.isolated:
         extra.extend(isolated_table(args.isolated))
-    steps = steps_table(args.steps, tally, missed)
+    steps = steps_table(step_rows, step_err, tally, missed)
 
     L.append(f"**Goals:** {tally['met']} met, {tally['MISSED']} missed, {tally['n/a']} not measurable.")
     for m in missed:

@@ -388,7 +388,7 @@ pub fn run_steps(cfg: &StepsConfig, out: &mut dyn FnMut(StepOutput)) -> Result<(
 
     let mut handle_check = HandleCheck::new(cfg)?;
     handle_check.measure();
-    c_abi_rows(cfg, out)?;
+    c_abi_rows(cfg, &handle_check, out)?;
 
     for &(k, iters) in &cfg.chains {
         // Eager enqueue per kernel, alternating.
@@ -568,19 +568,9 @@ fn table_rows_in_mode(
         let t1 = Instant::now();
         drop(g);
         let t2 = Instant::now();
-        let graph = bare_capture(d, rig, k)?;
-        let mut e: CUgraphExec = std::ptr::null_mut();
-        // SAFETY: live graph, valid out-pointer.
-        let res = ok("cuGraphInstantiateWithFlags", unsafe { (d.cuGraphInstantiateWithFlags)(&mut e, graph, 0) });
+        let exec = BareExec::new(d, rig, k)?;
         let t3 = Instant::now();
-        // SAFETY: ours, destroyed once (the executable only if made), untimed.
-        unsafe {
-            if res.is_ok() {
-                (d.cuGraphExecDestroy)(e);
-            }
-            (d.cuGraphDestroy)(graph);
-        }
-        res?;
+        exec.destroy(d);
         if it >= 2 {
             fc.push(us_since(t0, t1));
             bare.push(us_since(t2, t3));
@@ -854,83 +844,79 @@ fn recapture_rows(d: &Driver, rig: &Rig, k: usize, iters: usize, out: &mut dyn F
     Ok(())
 }
 
-/// The C ABI's own cost. `handle_check`: `fc_buffer_size(h)` (handle
-/// decode, table lookup, hazard-pointer announce + fence, generation
-/// compare, under `catch_unwind`) against the Rust call it wraps, `DeviceBuffer::size`, in
-/// batches of calls (one sample = the mean of a batch). `c_graph_launch`:
-/// `fc_graph_launch` of a C-ABI graph of K kernels against the bare
-/// `cuGraphLaunch` of the same executable's twin.
-fn c_abi_rows(cfg: &StepsConfig, out: &mut dyn FnMut(StepOutput)) -> Result<()> {
+/// The C ABI's own cost, on the C context and buffers of [`HandleCheck`]
+/// (which times the single-thread `handle_check`).
+/// `handle_check_2threads`: `fc_buffer_size(h)` against
+/// `DeviceBuffer::size`, two threads on one handle at once.
+/// `c_graph_launch`: `fc_graph_launch` of a C-ABI graph of K kernels
+/// against the bare `cuGraphLaunch` of the same executable's twin.
+fn c_abi_rows(cfg: &StepsConfig, handles: &HandleCheck, out: &mut dyn FnMut(StepOutput)) -> Result<()> {
     use fcgraph as c;
     const BATCH: usize = 1000;
     let fail = |what: &str| fc_graph::Error::invalid(format!("{what} failed in the C ABI rows"));
-    let crig = CRig::new(cfg.device, cfg.n)?;
+    let (crig, rust_buf) = (&handles.crig, &handles.rust_buf);
     let (cctx, bufs) = (crig.ctx, &crig.bufs);
-    let rust_buf = Context::new(cfg.device)?.alloc(cfg.n * 4)?;
-    let result = (|| {
-        // The same with two threads on the same handle at once (an engine's
-        // decode and connection threads on one context): per call, per thread.
-        let (mut fc2, mut bare2) = (Vec::new(), Vec::new());
-        let h = bufs[0] as usize;
-        for _ in 0..cfg.single_call_samples.max(100) / 10 {
-            let per_call = |f: fn(usize, &DeviceBuffer) -> usize| {
-                let t0 = Instant::now();
-                std::thread::scope(|s| {
-                    for _ in 0..2 {
-                        s.spawn(|| {
-                            for _ in 0..BATCH * 10 {
-                                std::hint::black_box(f(std::hint::black_box(h), &rust_buf));
-                            }
-                        });
-                    }
-                });
-                us_since(t0, Instant::now()) / (BATCH * 10) as f64
-            };
-            fc2.push(per_call(|h, _| c::fc_buffer_size(h as *const c::fc_buffer)));
-            bare2.push(per_call(|_, b| b.size()));
-        }
-        emit(out, "handle_check_2threads", Variant::Fc, 1, &mut fc2);
-        emit(out, "handle_check_2threads", Variant::Bare, 1, &mut bare2);
+    // Two threads on the same handle at once (an engine's decode and
+    // connection threads on one context): per call, per thread.
+    let (mut fc2, mut bare2) = (Vec::new(), Vec::new());
+    let h = bufs[0] as usize;
+    for _ in 0..cfg.single_call_samples.max(100) / 10 {
+        let per_call = |f: fn(usize, &DeviceBuffer) -> usize| {
+            let t0 = Instant::now();
+            std::thread::scope(|s| {
+                for _ in 0..2 {
+                    s.spawn(|| {
+                        for _ in 0..BATCH * 10 {
+                            std::hint::black_box(f(std::hint::black_box(h), rust_buf));
+                        }
+                    });
+                }
+            });
+            us_since(t0, Instant::now()) / (BATCH * 10) as f64
+        };
+        fc2.push(per_call(|h, _| c::fc_buffer_size(h as *const c::fc_buffer)));
+        bare2.push(per_call(|_, b| b.size()));
+    }
+    emit(out, "handle_check_2threads", Variant::Fc, 1, &mut fc2);
+    emit(out, "handle_check_2threads", Variant::Bare, 1, &mut bare2);
 
-        let d = fc_graph::driver()?;
-        let stream = c::fc_ctx_stream(cctx) as CUstream;
-        for &(k, iters) in &cfg.chains {
-            let cg = crig.capture(k)?;
-            // The bare twin: the same chain captured through the library's
-            // Rust API, launched with cuGraphLaunch on the C context's stream.
-            let (mut fc, mut bare) = (Vec::new(), Vec::new());
-            let (twin, _twin_buffers) = capture_twin(cfg, k)?;
-            let exec = twin.raw_execs().first().copied().ok_or_else(|| fail("the twin capture"))?;
-            for _ in 0..iters {
-                let t0 = Instant::now();
-                let rc = c::fc_graph_launch(cg);
-                fc.push(us_since(t0, Instant::now()));
-                if rc != 0 || c::fc_sync_ctx(cctx) != 0 {
-                    c::fc_graph_free(cg);
-                    return Err(fail("fc_graph_launch"));
-                }
-                let t0 = Instant::now();
-                // SAFETY: a live executable of the same device's primary
-                // context, launched on the C context's live stream.
-                ok("cuGraphLaunch", unsafe { (d.cuGraphLaunch)(exec, stream) })?;
-                bare.push(us_since(t0, Instant::now()));
-                if c::fc_sync_ctx(cctx) != 0 {
-                    c::fc_graph_free(cg);
-                    return Err(fail("fc_sync_ctx"));
-                }
+    let d = fc_graph::driver()?;
+    let stream = c::fc_ctx_stream(cctx) as CUstream;
+    for &(k, iters) in &cfg.chains {
+        let cg = crig.capture(k)?;
+        // The bare twin: the same chain captured through the library's
+        // Rust API, launched with cuGraphLaunch on the C context's stream.
+        let (mut fc, mut bare) = (Vec::new(), Vec::new());
+        let (twin, _twin_buffers) = capture_twin(cfg, k)?;
+        let exec = twin.raw_execs().first().copied().ok_or_else(|| fail("the twin capture"))?;
+        for _ in 0..iters {
+            let t0 = Instant::now();
+            let rc = c::fc_graph_launch(cg);
+            fc.push(us_since(t0, Instant::now()));
+            if rc != 0 || c::fc_sync_ctx(cctx) != 0 {
+                c::fc_graph_free(cg);
+                return Err(fail("fc_graph_launch"));
             }
-            c::fc_graph_free(cg);
-            emit(out, "c_graph_launch", Variant::Fc, k, &mut fc);
-            emit(out, "c_graph_launch", Variant::Bare, k, &mut bare);
+            let t0 = Instant::now();
+            // SAFETY: a live executable of the same device's primary
+            // context, launched on the C context's live stream.
+            ok("cuGraphLaunch", unsafe { (d.cuGraphLaunch)(exec, stream) })?;
+            bare.push(us_since(t0, Instant::now()));
+            if c::fc_sync_ctx(cctx) != 0 {
+                c::fc_graph_free(cg);
+                return Err(fail("fc_sync_ctx"));
+            }
         }
-        Ok(())
-    })();
-    drop(crig);
-    result
+        c::fc_graph_free(cg);
+        emit(out, "c_graph_launch", Variant::Fc, k, &mut fc);
+        emit(out, "c_graph_launch", Variant::Bare, k, &mut bare);
+    }
+    Ok(())
 }
 
-/// `handle_check`: `fc_buffer_size(h)` against `DeviceBuffer::size`, in
-/// batches of calls (one sample = the mean of a batch), measured in blocks
+/// `handle_check`: `fc_buffer_size(h)` (handle decode, table lookup,
+/// hazard-pointer announce + fence, generation compare, under
+/// `catch_unwind`) against `DeviceBuffer::size`, in batches of calls (one sample = the mean of a batch), measured in blocks
 /// spread over the steps run ([`HandleCheck::measure`] after each K); the
 /// row is the block with the lowest median, as the benchmark keeps each
 /// implementation's best round: host timings on the benchmark VMs move by
