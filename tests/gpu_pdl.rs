@@ -127,20 +127,16 @@ fn capture_raw(ctx: &Context, f: impl FnOnce() -> fc_graph::Result<()>) -> Resul
 /// order, the data of its one incoming edge.
 fn chain_edges(g: &RawGraph) -> Result<Vec<CUgraphEdgeData>, Failed> {
     let d = fc_graph::driver().map_err(fail)?;
-    let get = d.cuGraphGetEdges.ok_or_else(|| fail("cuGraphGetEdges (CUDA 12.3+) is missing"))?;
-    let mut n = 0usize;
-    // SAFETY: live graph; all-null arrays ask for the count only.
-    cu("cuGraphGetEdges(count)", unsafe {
-        get(g.0, std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut(), &mut n)
-    })?;
-    let mut from = vec![std::ptr::null_mut(); n];
-    let mut to = vec![std::ptr::null_mut(); n];
-    let zero = CUgraphEdgeData { from_port: 0, to_port: 0, type_: 0, reserved: [0; 5] };
-    let mut data = vec![zero; n];
-    let mut got = n;
-    // SAFETY: each array holds `n` entries, as `got` says.
-    cu("cuGraphGetEdges", unsafe { get(g.0, from.as_mut_ptr(), to.as_mut_ptr(), data.as_mut_ptr(), &mut got) })?;
-    ensure!(got == n, "edge count changed: {n} then {got}");
+    ensure!(d.has_edge_data(), "cuGraphGetEdges with edge data (ABI 12030, CUDA 12.3+) is missing");
+    // SAFETY: live graph of the context current on this thread (capture_raw
+    // made it current), used by this thread only.
+    let edges = unsafe { d.graph_edges(g.0) }.ok_or_else(|| fail("cuGraphGetEdges is missing"))?;
+    let edges = edges.map_err(|res| fail(format!("cuGraphGetEdges failed: {res}")))?;
+    let n = edges.len();
+    let from: Vec<CUgraphNode> = edges.iter().map(|e| e.from).collect();
+    let to: Vec<CUgraphNode> = edges.iter().map(|e| e.to).collect();
+    let data: Vec<CUgraphEdgeData> =
+        edges.iter().map(|e| e.data.ok_or_else(|| fail("an edge without edge data"))).collect::<Result<_, _>>()?;
     // Walk the chain from the node without an incoming edge.
     let mut nodes = 0usize;
     // SAFETY: live graph; a null node array asks for the count only.
@@ -200,11 +196,14 @@ fn expect_edges(g: &RawGraph, name: &str, want: &[CUgraphDependencyType]) -> Tes
     Ok(())
 }
 
-/// Whether this driver reports edge data (CUDA 12.3+), else a `[SKIP]`.
+/// Whether this driver reports edge data (`cuGraphGetEdges` at its 12030
+/// ABI, CUDA 12.3+; the 10000 ABI of older drivers has none), else a `[SKIP]`.
 fn has_edge_query(test: &str) -> Result<bool, Failed> {
-    let has = fc_graph::driver().map_err(fail)?.cuGraphGetEdges.is_some();
+    let has = fc_graph::driver().map_err(fail)?.has_edge_data();
     if !has {
-        println!("[SKIP] gpu_pdl::{test}: the driver lacks cuGraphGetEdges (CUDA 12.3+); edges not checked");
+        println!(
+            "[SKIP] gpu_pdl::{test}: the driver lacks cuGraphGetEdges with edge data (CUDA 12.3+); edges not checked"
+        );
     }
     Ok(has)
 }
@@ -577,7 +576,7 @@ fn pdl_off_in_this_process() -> TestResult {
     let mut want = xs;
     chain_cpu(&mut want, &ys, 130);
     assert_exact("chain under FC_PDL=0", &download(&x, N).map_err(fail)?, &want)?;
-    if fc_graph::driver().map_err(fail)?.cuGraphGetEdges.is_some() {
+    if fc_graph::driver().map_err(fail)?.has_edge_data() {
         let g = capture_raw(&ctx, || {
             chain(&ctx, &x, &y, &z, 13)?;
             mixed_step(&ctx, &k, k.default_options(), &x, &y, &z, 1.0)

@@ -653,14 +653,13 @@ impl BareExec {
     /// one is destroyed after the update.
     fn recapture(&mut self, d: &Driver, rig: &Rig, k: usize, keep_new: bool) -> Result<()> {
         let g = bare_capture(d, rig, k)?;
-        let mut info = CUgraphExecUpdateResultInfo {
-            result: CU_GRAPH_EXEC_UPDATE_SUCCESS,
-            errorNode: std::ptr::null_mut(),
-            errorFromNode: std::ptr::null_mut(),
+        // SAFETY: live executable and graph of the rig's context; the
+        // executable is ours (`&mut self`).
+        let outcome = unsafe { d.graph_exec_update(self.exec, g) };
+        let res = match outcome {
+            None => Err(fc_graph::Error::invalid("no cuGraphExecUpdate")),
+            Some(o) => ok("cuGraphExecUpdate", o.status),
         };
-        let update = d.cuGraphExecUpdate.ok_or_else(|| fc_graph::Error::invalid("no cuGraphExecUpdate"));
-        // SAFETY: live executable and graph; valid out-pointer.
-        let res = update.and_then(|u| ok("cuGraphExecUpdate", unsafe { u(self.exec, g, &mut info) }));
         let victim = if keep_new && res.is_ok() { std::mem::replace(&mut self.source, g) } else { g };
         // SAFETY: a graph we own that nothing needs any more, destroyed once.
         unsafe { (d.cuGraphDestroy)(victim) };

@@ -2,7 +2,7 @@
 //! which optional driver features are present.
 
 use cuda_sys::Driver;
-use fc_graph::features::{cuda_version_text, features_given_missing, Feature};
+use fc_graph::features::{cuda_version_text, features_of, Feature};
 use fc_graph::{Context, Device};
 use serde_json::json;
 
@@ -118,7 +118,7 @@ impl Info {
             kernel_module: locate::kernel_module_version(),
             visible_devices: std::env::var("CUDA_VISIBLE_DEVICES").ok(),
             devices: Device::count().map(|n| (0..n).map(DeviceInfo::read).collect()).map_err(|e| e.to_string()),
-            features: features_given_missing(&d.missing_optional().iter().map(|f| f.name).collect::<Vec<_>>()),
+            features: features_of(d),
         }
     }
 
@@ -187,12 +187,14 @@ impl Info {
         out.push(String::new());
         let present = self.features.iter().filter(|f| f.present).count();
         out.push(format!("Optional driver features: {present} of {} present", self.features.len()));
-        let mut t = Table::new(&["feature", "entry point", "needs", "present", "what fc-graph does with it"], &[]);
+        let mut t =
+            Table::new(&["feature", "entry point", "needs", "ABI here", "present", "what fc-graph does with it"], &[]);
         for f in &self.features {
             t.row([
                 f.name.to_string(),
                 f.entry_point.to_string(),
-                format!("CUDA {}", f.since_cuda),
+                format!("CUDA {} (ABI {})", f.since_cuda, f.needs_abi),
+                f.resolved_abi.map_or_else(|| "-".to_string(), |a| a.to_string()),
                 if f.present { "yes" } else { "no" }.to_string(),
                 f.description.to_string(),
             ]);
@@ -235,6 +237,7 @@ impl Info {
         for f in &self.features {
             lines.push(
                 json!({"type": "feature", "name": f.name, "entry_point": f.entry_point, "since_cuda": f.since_cuda,
+                       "needs_abi": f.needs_abi, "resolved_abi": f.resolved_abi,
                        "present": f.present, "description": f.description})
                 .to_string(),
             );
@@ -296,7 +299,14 @@ mod tests {
                     uuid: Ok("GPU-11111111-89ab-cdef-0123-456789abcdef".into()),
                 },
             ]),
-            features: fc_graph::features::features_given_missing(&["cuFuncGetParamInfo"]),
+            // Every optional entry at its newest ABI but cuFuncGetParamInfo.
+            features: fc_graph::features::features_given_abis(
+                &cuda_sys::functions::FUNCTIONS
+                    .iter()
+                    .filter(|f| !f.required && f.name != "cuFuncGetParamInfo")
+                    .map(|f| (f.name, f.abi_version))
+                    .collect::<Vec<_>>(),
+            ),
         }
     }
 
@@ -318,8 +328,8 @@ mod tests {
             "error: cuMemGetInfo failed",
             "in-place graph update",
             "cuGraphExecUpdate",
-            "CUDA 12.0",
-            "CUDA 12.4",
+            "CUDA 10.2 (ABI 10020)",
+            "CUDA 12.4 (ABI 12040)",
         ] {
             assert!(text.contains(want), "missing {want:?} in:\n{text}");
         }
@@ -330,6 +340,38 @@ mod tests {
         let param_row = text.lines().find(|l| l.contains("cuFuncGetParamInfo")).expect("row");
         assert!(param_row.contains("| no "), "{param_row}");
         assert!(!text.contains("CUDA_VISIBLE_DEVICES"), "only shown when set");
+    }
+
+    /// A CUDA 11.4 driver (470): in-place update through the 10020 ABI is
+    /// reported present, edges through the 10000 ABI (no edge data) absent.
+    #[test]
+    fn older_abis_are_reported_with_what_they_deliver() {
+        let mut info = sample();
+        info.api_version = 11040;
+        info.features = fc_graph::features::features_given_abis(&[
+            ("cuGraphExecUpdate", 10020),
+            ("cuGraphGetEdges", 10000),
+            ("cuGraphDebugDotPrint", 11030),
+        ]);
+        let text = info.text();
+        let row = |entry: &str| text.lines().find(|l| l.contains(entry)).map(str::to_string).unwrap_or_default();
+        let update = row("cuGraphExecUpdate");
+        assert!(update.contains("| 10020 ") && update.contains("| yes "), "{text}");
+        let edges = row("cuGraphGetEdges");
+        assert!(
+            edges.contains("CUDA 12.3 (ABI 12030)") && edges.contains("| 10000 ") && edges.contains("| no "),
+            "{text}"
+        );
+        let launch = row("cuLaunchKernelEx");
+        assert!(launch.contains("| - ") && launch.contains("| no "), "{text}");
+        let objs: Vec<serde_json::Value> =
+            info.json_lines().iter().map(|l| serde_json::from_str(l).expect("valid JSON")).collect();
+        let feature = |e: &str| objs.iter().find(|o| o["type"] == "feature" && o["entry_point"] == e).expect("feature");
+        assert_eq!(feature("cuGraphExecUpdate")["resolved_abi"], 10020);
+        assert_eq!(feature("cuGraphExecUpdate")["present"], true);
+        assert_eq!(feature("cuGraphGetEdges")["resolved_abi"], 10000);
+        assert_eq!(feature("cuGraphGetEdges")["present"], false);
+        assert!(feature("cuLaunchKernelEx")["resolved_abi"].is_null());
     }
 
     #[test]

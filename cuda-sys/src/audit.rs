@@ -85,7 +85,18 @@ pub fn aliases() -> &'static [AliasDecl] {
 pub fn constants() -> &'static [ConstDecl] {
     crate::constants::CONSTANTS
 }
-/// All entry points resolved through `cuGetProcAddress`.
+/// All entry points resolved through `cuGetProcAddress`, at their newest ABI.
 pub fn functions() -> &'static [FunctionDecl] {
     crate::functions::FUNCTIONS
+}
+/// The older ABIs of entry points the loader resolves on older drivers.
+pub fn older_abis() -> &'static [FunctionDecl] {
+    crate::functions::OLDER_ABIS
+}
+/// Every ABI version the table knows for `name`, newest first.
+pub fn abi_versions(name: &str) -> Vec<i32> {
+    let mut v: Vec<i32> =
+        functions().iter().chain(older_abis()).filter(|f| f.name == name).map(|f| f.abi_version).collect();
+    v.sort_unstable_by(|a, b| b.cmp(a));
+    v
 }

@@ -3,60 +3,102 @@
 //!
 //! One line per entry point: `required` ones must exist on the oldest
 //! supported driver (CUDA 11.4, driver 470) and loading fails without them;
-//! `optional` ones are newer, their field is an `Option`, and the feature
+//! `optional` ones may be newer, their field is an `Option`, and the feature
 //! that needs them reports "unsupported by this driver". The signature is the
 //! header's `PFN_<name>_v<version>` typedef, checked by `tests/audit.rs`.
+//!
+//! Resolution is version-exact: the loader reads the driver's version first
+//! and never requests an ABI above it (CUDA 11.x/12.x drivers would hand out
+//! an older ABI of the symbol, CUDA 13 drivers refuse). An optional entry
+//! newer than the driver is absent, unless the table lists older ABIs for
+//! it; then the newest one the driver reaches is resolved with its own type
+//! (see [`abi`]) and called through an adapter ([`crate::adapt`]).
 
 use crate::audit::FunctionDecl;
 use crate::types::*;
 
-/// The field type of a table entry: a plain pointer or an `Option` of one.
-macro_rules! entry_type {
-    (required, $t:ty) => { $t };
-    (optional, $t:ty) => { Option<$t> };
+/// One resolved entry point: which ABI the driver gave, and where.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resolved {
+    /// The entry point's base name.
+    pub name: &'static str,
+    /// The ABI version it was requested at (and so has).
+    pub abi_version: i32,
+    /// The address `cuGetProcAddress` returned.
+    pub address: *const c_void,
 }
 
-/// Whether an entry is required.
-macro_rules! entry_required {
-    (required) => {
-        true
-    };
-    (optional) => {
-        false
-    };
+/// The one request made for an entry whose ABI is `version`: never above
+/// the driver's own version (`driver_version`), whatever the table says.
+fn request(
+    get: &mut dyn FnMut(&'static str, i32) -> Result<*mut c_void, String>,
+    name: &'static str,
+    version: i32,
+    driver_version: i32,
+) -> Result<*mut c_void, String> {
+    if version > driver_version {
+        return Err(format!("not requested: ABI {version} is newer than the driver ({driver_version})"));
+    }
+    get(name, version)
 }
 
-/// Declares the entry-point table: a `pfn` type per entry, the [`DriverFns`]
-/// struct, its loader and the [`FUNCTIONS`] audit table.
+/// Declares the entry-point table: a `pfn` type per entry (and, for entries
+/// with older ABIs, an `abi::<name>` module with their types and an `Abi`
+/// enum of the one resolved), the [`DriverFns`] struct, its loader and the
+/// [`FUNCTIONS`] / [`OLDER_ABIS`] audit tables.
+///
+/// An entry is `required` or `optional`, then its newest ABI as the
+/// header's `PFN_<name>_v<version>` typedef. The loader requests an entry
+/// only at an ABI version at or below the driver's version:
+/// - a `required` entry's ABI must exist on the oldest supported driver
+///   (`ABI <= MIN_DRIVER_VERSION`, a compile-time check), so it is always
+///   requested at its ABI;
+/// - an `optional` entry newer than the driver is not requested at all
+///   (absent), unless it lists older ABIs: `= NEWEST as VNEWEST else
+///   VOLD(params) -> ret = OLD ...` (descending, a compile-time check); then
+///   the newest ABI the driver's version reaches is requested, with its own
+///   type, and the field is an `Option<abi::<name>::Abi>`.
 macro_rules! driver_functions {
-    ($( $(#[$m:meta])* $kind:ident fn $name:ident ( $( $p:ident : $t:ty ),* $(,)? ) -> $ret:ty = $ver:literal; )*) => {
-        /// Function-pointer types, one per entry point, named like the
-        /// driver's base symbol.
+    ($( $(#[$m:meta])* $kind:ident fn $name:ident ( $( $p:ident : $t:ty ),* $(,)? ) -> $ret:ty = $ver:literal
+        $( as $newv:ident $( else $oldv:ident ( $( $op:ident : $ot:ty ),* $(,)? ) -> $oret:ty = $over:literal )+ )? ; )*) => {
+        /// Function-pointer types, one per entry point (its newest ABI),
+        /// named like the driver's base symbol.
         pub mod pfn {
             use super::*;
             $( $(#[$m])* #[doc = concat!("`PFN_", stringify!($name), "_v", stringify!($ver), "` of `cudaTypedefs.h`.")] pub type $name = unsafe extern "C" fn($( $p: $t ),*) -> $ret; )*
         }
 
+        /// The entry points that have older ABIs: per entry, a type per ABI
+        /// and the `Abi` enum of the one the driver gave.
+        pub mod abi {
+            $( $( driver_functions!(@abi_mod $name, $ver, $newv, $( $oldv ( $( $op : $ot ),* ) -> $oret = $over ),+ ); )? )*
+        }
+
+        $( driver_functions!(@check $kind, $name, $ver); )*
+
         /// Resolved driver entry points. Optional ones are `None` when the
         /// driver is too old to have them.
         #[derive(Clone, Copy)]
         pub struct DriverFns {
-            $( $(#[$m])* #[doc = concat!("`", stringify!($name), "` (ABI ", stringify!($ver), ", ", stringify!($kind), ").")] pub $name: entry_type!($kind, pfn::$name), )*
+            $( $(#[$m])* #[doc = concat!("`", stringify!($name), "` (ABI ", stringify!($ver), ", ", stringify!($kind), ").")] pub $name: driver_functions!(@field $kind, $name $(, $newv)?), )*
         }
 
         impl DriverFns {
-            /// Fills the table through `resolve(name, abi_version)`, which
-            /// returns the symbol's address or why it has none.
+            /// Fills the table through `get(name, abi_version)`, which
+            /// returns the symbol's address or why it has none, for a driver
+            /// of API version `driver_version`: no request is made above it.
             ///
             /// # Safety
-            /// Every address `resolve` returns for `(name, version)` must be
-            /// a function with the ABI of the header's
-            /// `PFN_<name>_v<version>`, as `cuGetProcAddress` guarantees.
+            /// Every address `get` returns for `(name, version)` must be a
+            /// function with the ABI of the header's `PFN_<name>_v<version>`,
+            /// as `cuGetProcAddress` guarantees for a version at or below the
+            /// driver's.
             pub(crate) unsafe fn resolve_with(
-                mut resolve: impl FnMut(&'static str, i32) -> Result<*mut c_void, String>,
+                driver_version: i32,
+                mut get: impl FnMut(&'static str, i32) -> Result<*mut c_void, String>,
             ) -> Result<Self, crate::LoadError> {
                 Ok(Self {
-                    $( $name: driver_functions!(@load $kind, $name, $ver, resolve(stringify!($name), $ver)), )*
+                    $( $name: driver_functions!(@load $kind, $name, $ver, get, driver_version $(, $newv)?), )*
                 })
             }
 
@@ -66,10 +108,24 @@ macro_rules! driver_functions {
                 $( driver_functions!(@missing $kind, self.$name, stringify!($name), missing); )*
                 missing
             }
+
+            /// Every entry point the driver has, with the ABI it was
+            /// resolved at and its address, in table order.
+            pub fn resolved(&self) -> Vec<Resolved> {
+                let mut out = Vec::new();
+                $( driver_functions!(@resolved $kind, self.$name, $name, $ver, out $(, $newv)?); )*
+                out
+            }
+
+            /// The ABI `name` was resolved at; `None` when the driver lacks
+            /// it (or the table has no such entry).
+            pub fn resolved_abi(&self, name: &str) -> Option<i32> {
+                self.resolved().into_iter().find(|r| r.name == name).map(|r| r.abi_version)
+            }
         }
 
-        /// Every entry point, in declaration order, for the audit and for
-        /// error messages.
+        /// Every entry point at its newest ABI, in declaration order, for
+        /// the audit and for error messages.
         pub const FUNCTIONS: &[FunctionDecl] = &[
             $( FunctionDecl {
                 name: stringify!($name),
@@ -79,9 +135,103 @@ macro_rules! driver_functions {
                 ret: stringify!($ret),
             } ),*
         ];
+
+        /// The older ABIs the loader falls back to on drivers older than an
+        /// entry's newest ABI, newest first per entry (audited like
+        /// [`FUNCTIONS`]).
+        pub const OLDER_ABIS: &[FunctionDecl] = &[
+            $( $( $( FunctionDecl {
+                name: stringify!($name),
+                abi_version: $over,
+                required: false,
+                params: &[ $( (stringify!($op), stringify!($ot)) ),* ],
+                ret: stringify!($oret),
+            }, )+ )? )*
+        ];
     };
-    (@load required, $name:ident, $ver:literal, $res:expr) => {
-        match $res {
+    (@abi_mod $name:ident, $ver:literal, $newv:ident, $( $oldv:ident ( $( $op:ident : $ot:ty ),* ) -> $oret:ty = $over:literal ),+ ) => {
+        #[doc = concat!("The ABIs of `", stringify!($name), "`, newest first.")]
+        pub mod $name {
+            use crate::types::*;
+
+            #[doc = concat!("`PFN_", stringify!($name), "_v", stringify!($ver), "`, the newest ABI.")]
+            pub type $newv = crate::functions::pfn::$name;
+            $( #[doc = concat!("`PFN_", stringify!($name), "_v", stringify!($over), "` of `cudaTypedefs.h`.")]
+               pub type $oldv = unsafe extern "C" fn($( $op: $ot ),*) -> $oret; )+
+
+            // Newest first, strictly descending.
+            const _: () = {
+                let v: &[i32] = &[$ver, $( $over ),+];
+                let mut i = 1;
+                while i < v.len() {
+                    assert!(v[i] < v[i - 1], concat!(stringify!($name), ": older ABIs must be listed newest first"));
+                    i += 1;
+                }
+            };
+
+            /// The ABI the driver gave, with its own type.
+            #[derive(Debug, Clone, Copy)]
+            pub enum Abi {
+                #[doc = concat!("ABI ", stringify!($ver), ".")]
+                $newv($newv),
+                $( #[doc = concat!("ABI ", stringify!($over), ".")] $oldv($oldv), )+
+            }
+
+            impl Abi {
+                /// The ABI version.
+                pub fn abi_version(self) -> i32 {
+                    match self {
+                        Abi::$newv(_) => $ver,
+                        $( Abi::$oldv(_) => $over, )+
+                    }
+                }
+
+                /// The function's address.
+                pub fn address(self) -> *const c_void {
+                    match self {
+                        Abi::$newv(f) => f as *const c_void,
+                        $( Abi::$oldv(f) => f as *const c_void, )+
+                    }
+                }
+            }
+
+            /// Requests the newest ABI at or below `driver_version`, at
+            /// exactly that ABI's version; none above it.
+            ///
+            /// # Safety
+            /// As [`super::super::DriverFns::resolve_with`].
+            pub(crate) unsafe fn resolve(
+                driver_version: i32,
+                get: &mut dyn FnMut(&'static str, i32) -> Result<*mut c_void, String>,
+            ) -> Result<Abi, String> {
+                let name = stringify!($name);
+                if $ver <= driver_version {
+                    // SAFETY: the caller guarantees the address has this ABI.
+                    return get(name, $ver).map(|p| Abi::$newv(unsafe { std::mem::transmute::<*mut c_void, $newv>(p) }));
+                }
+                $( if $over <= driver_version {
+                    // SAFETY: the caller guarantees the address has this ABI.
+                    return get(name, $over).map(|p| Abi::$oldv(unsafe { std::mem::transmute::<*mut c_void, $oldv>(p) }));
+                } )+
+                Err(format!("not requested: every ABI of {name} is newer than the driver ({driver_version})"))
+            }
+        }
+    };
+    (@check required, $name:ident, $ver:literal) => {
+        const _: () = assert!(
+            $ver <= crate::MIN_DRIVER_VERSION,
+            concat!(stringify!($name), ": a required entry's ABI must exist on the oldest supported driver")
+        );
+    };
+    (@check optional, $name:ident, $ver:literal) => {};
+    (@field required, $name:ident) => { pfn::$name };
+    (@field optional, $name:ident) => { Option<pfn::$name> };
+    (@field optional, $name:ident, $newv:ident) => { Option<abi::$name::Abi> };
+    (@field required, $name:ident, $newv:ident) => {
+        compile_error!(concat!(stringify!($name), ": a required entry has one ABI, the oldest supported driver's"))
+    };
+    (@load required, $name:ident, $ver:literal, $get:ident, $dv:ident) => {
+        match request(&mut $get, stringify!($name), $ver, $dv) {
             // SAFETY: the caller guarantees the address has this ABI.
             Ok(p) => unsafe { std::mem::transmute::<*mut c_void, pfn::$name>(p) },
             Err(detail) => {
@@ -93,9 +243,13 @@ macro_rules! driver_functions {
             }
         }
     };
-    (@load optional, $name:ident, $ver:literal, $res:expr) => {
+    (@load optional, $name:ident, $ver:literal, $get:ident, $dv:ident) => {
         // SAFETY: the caller guarantees the address has this ABI.
-        $res.ok().map(|p| unsafe { std::mem::transmute::<*mut c_void, pfn::$name>(p) })
+        request(&mut $get, stringify!($name), $ver, $dv).ok().map(|p| unsafe { std::mem::transmute::<*mut c_void, pfn::$name>(p) })
+    };
+    (@load optional, $name:ident, $ver:literal, $get:ident, $dv:ident, $newv:ident) => {
+        // SAFETY: the caller's guarantee is `abi::<name>::resolve`'s.
+        unsafe { abi::$name::resolve($dv, &mut $get) }.ok()
     };
     (@missing required, $field:expr, $name:expr, $out:ident) => {};
     (@missing optional, $field:expr, $name:expr, $out:ident) => {
@@ -104,6 +258,29 @@ macro_rules! driver_functions {
                 $out.push(d);
             }
         }
+    };
+    (@resolved required, $field:expr, $name:ident, $ver:literal, $out:ident) => {
+        $out.push(Resolved { name: stringify!($name), abi_version: $ver, address: $field as *const c_void });
+    };
+    (@resolved optional, $field:expr, $name:ident, $ver:literal, $out:ident) => {
+        if let Some(f) = $field {
+            $out.push(Resolved { name: stringify!($name), abi_version: $ver, address: f as *const c_void });
+        }
+    };
+    (@resolved optional, $field:expr, $name:ident, $ver:literal, $out:ident, $newv:ident) => {
+        if let Some(a) = $field {
+            $out.push(Resolved { name: stringify!($name), abi_version: a.abi_version(), address: a.address() });
+        }
+    };
+}
+
+/// Whether an entry is required.
+macro_rules! entry_required {
+    (required) => {
+        true
+    };
+    (optional) => {
+        false
     };
 }
 
@@ -182,12 +359,17 @@ driver_functions! {
     required fn cuGraphExecDestroy(hGraphExec: CUgraphExec) -> CUresult = 10000;
     required fn cuGraphDestroy(hGraph: CUgraph) -> CUresult = 10000;
     required fn cuGraphGetNodes(hGraph: CUgraph, nodes: *mut CUgraphNode, numNodes: *mut usize) -> CUresult = 10000;
-    /// In-place update of an executable graph, ABI of CUDA 12.0 (the 10020
-    /// ABI takes different parameters; we only resolve this one).
-    optional fn cuGraphExecUpdate(hGraphExec: CUgraphExec, hGraph: CUgraph, resultInfo: *mut CUgraphExecUpdateResultInfo) -> CUresult = 12000;
-    /// A graph's edges with their annotations (CUDA 12.3+ ABI; the 10000
-    /// ABI has no `edgeData`): tells programmatic edges from full ones.
-    optional fn cuGraphGetEdges(hGraph: CUgraph, from: *mut CUgraphNode, to: *mut CUgraphNode, edgeData: *mut CUgraphEdgeData, numEdges: *mut usize) -> CUresult = 12030;
+    /// In-place update of an executable graph: the 12.0 ABI, else (CUDA
+    /// 10.2-11.x drivers, e.g. 470) the 10020 ABI, which reports the result
+    /// through two out-parameters. Call it through
+    /// [`DriverFns::graph_exec_update`], which hides the difference.
+    optional fn cuGraphExecUpdate(hGraphExec: CUgraphExec, hGraph: CUgraph, resultInfo: *mut CUgraphExecUpdateResultInfo) -> CUresult = 12000 as V12000
+        else V10020(hGraphExec: CUgraphExec, hGraph: CUgraph, hErrorNode_out: *mut CUgraphNode, updateResult_out: *mut CUgraphExecUpdateResult) -> CUresult = 10020;
+    /// A graph's edges: the 12.3 ABI with their annotations (tells
+    /// programmatic edges from full ones), else the 10000 ABI without
+    /// `edgeData`. Call it through [`DriverFns::graph_edges`].
+    optional fn cuGraphGetEdges(hGraph: CUgraph, from: *mut CUgraphNode, to: *mut CUgraphNode, edgeData: *mut CUgraphEdgeData, numEdges: *mut usize) -> CUresult = 12030 as V12030
+        else V10000(hGraph: CUgraph, from: *mut CUgraphNode, to: *mut CUgraphNode, numEdges: *mut usize) -> CUresult = 10000;
     /// Writes a graph as Graphviz DOT (diagnostics; CUDA 11.3+).
     optional fn cuGraphDebugDotPrint(hGraph: CUgraph, path: *const c_char, flags: c_uint) -> CUresult = 11030;
 

@@ -152,24 +152,36 @@ impl Driver {
                 Err(_) => return Err(LoadError::NoProcAddress { library: path.to_string() }),
             },
         };
-        // SAFETY: cuGetProcAddress returns, for (name, version), a function
-        // with the ABI of `PFN_<name>_v<version>`, which is what each table
-        // entry declares (checked by tests/audit.rs).
-        let fns = unsafe { DriverFns::resolve_with(|name, ver| proc_address.resolve(name, ver)) }?;
-        let mut driver_version = 0;
-        // SAFETY: valid out-pointer; cuDriverGetVersion needs no cuInit.
-        let res = unsafe { (fns.cuDriverGetVersion)(&mut driver_version) };
-        if res != CUDA_SUCCESS {
-            return Err(LoadError::MissingSymbol {
-                name: "cuDriverGetVersion",
-                version: 2020,
-                detail: format!("it returned {res}"),
-            });
-        }
+        let driver_version = Self::driver_version_of(proc_address)?;
         if driver_version < crate::MIN_DRIVER_VERSION {
             return Err(LoadError::DriverTooOld { found: driver_version, min: crate::MIN_DRIVER_VERSION });
         }
+        // SAFETY: cuGetProcAddress returns, for (name, version) with a
+        // version at or below the driver's (which `resolve_with` never
+        // exceeds), a function with the ABI of `PFN_<name>_v<version>`, which
+        // is what each table entry declares (checked by tests/audit.rs).
+        let fns = unsafe { DriverFns::resolve_with(driver_version, |name, ver| proc_address.resolve(name, ver)) }?;
         Ok(Driver { fns, library_path: path.to_string(), driver_version, _lib: lib })
+    }
+
+    /// The driver's version, read before anything else is resolved:
+    /// `cuDriverGetVersion` at its only ABI (2020), which every driver
+    /// with `cuGetProcAddress` has.
+    fn driver_version_of(proc_address: ProcAddress) -> Result<i32, LoadError> {
+        const NAME: &str = "cuDriverGetVersion";
+        const VERSION: i32 = 2020;
+        let missing = |detail: String| LoadError::MissingSymbol { name: NAME, version: VERSION, detail };
+        let p = proc_address.resolve(NAME, VERSION).map_err(missing)?;
+        // SAFETY: cuGetProcAddress returned `cuDriverGetVersion` at ABI 2020,
+        // `PFN_cuDriverGetVersion_v2020` (the table's own entry, audited).
+        let get_version = unsafe { std::mem::transmute::<*mut c_void, crate::functions::pfn::cuDriverGetVersion>(p) };
+        let mut driver_version = 0;
+        // SAFETY: valid out-pointer; cuDriverGetVersion needs no cuInit.
+        let res = unsafe { get_version(&mut driver_version) };
+        if res != CUDA_SUCCESS {
+            return Err(missing(format!("it returned {res}")));
+        }
+        Ok(driver_version)
     }
 
     /// The path the library was opened from.

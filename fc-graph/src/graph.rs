@@ -126,20 +126,17 @@ impl GraphExec {
                 Some((old_nodes, new_nodes))
             };
             let differ = counts.is_some_and(|(old, new)| old != new);
-            let Some(update) = d.cuGraphExecUpdate.filter(|_| !differ) else {
-                return Ok((false, counts));
-            };
-            let mut info = CUgraphExecUpdateResultInfo {
-                result: CU_GRAPH_EXEC_UPDATE_SUCCESS,
-                errorNode: std::ptr::null_mut(),
-                errorFromNode: std::ptr::null_mut(),
-            };
-            // SAFETY: live executable graph and source graph; valid out-pointer.
-            let res = unsafe { update(exec, graph, &mut info) };
-            if res == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE {
+            if differ || d.cuGraphExecUpdate.is_none() {
                 return Ok((false, counts));
             }
-            check("cuGraphExecUpdate", res)?;
+            // SAFETY: live executable graph and source graph of the context
+            // bound here; the executable is ours (`&mut self`).
+            let Some(outcome) = (unsafe { d.graph_exec_update(exec, graph) }) else {
+                return Ok((false, counts));
+            };
+            if !update_done(&outcome)? {
+                return Ok((false, counts));
+            }
             // SAFETY: the re-captured graph, ours (the caller gave it up by
             // asking for the update), destroyed once; the executable does
             // not need it. Destroying it rather than the old source costs
@@ -210,6 +207,19 @@ impl Drop for GraphExec {
 }
 
 /// Nodes in a graph (`cuGraphGetNodes` walks all of them).
+/// What an in-place update's outcome means, whichever ABI ran: `Ok(true)`
+/// updated; `Ok(false)` refused by the driver (the executable is unchanged
+/// and the caller instantiates anew), also for a success status with a
+/// failed update result, which no driver reports but which is not taken for
+/// an update; an error for any other status.
+pub(crate) fn update_done(outcome: &GraphExecUpdate) -> Result<bool> {
+    if outcome.refused() {
+        return Ok(false);
+    }
+    check("cuGraphExecUpdate", outcome.status)?;
+    Ok(outcome.updated())
+}
+
 pub(crate) fn node_count(d: &Driver, graph: CUgraph) -> Result<usize> {
     let mut n = 0usize;
     // SAFETY: a live graph; a null node array asks for the count only.
