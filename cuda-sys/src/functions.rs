@@ -112,7 +112,7 @@ macro_rules! driver_functions {
             /// Every entry point the driver has, with the ABI it was
             /// resolved at and its address, in table order.
             pub fn resolved(&self) -> Vec<Resolved> {
-                let mut out = Vec::new();
+                let mut out = Vec::with_capacity(FUNCTIONS.len());
                 $( driver_functions!(@resolved $kind, self.$name, $name, $ver, out $(, $newv)?); )*
                 out
             }

@@ -13,6 +13,12 @@
 //! (they are alternatives; the headers of CUDA 12.9 and 13.0 list different
 //! ones), but every member it declares must be the header's.
 //!
+//! Entry points are checked at every ABI the loader may resolve: the newest
+//! (`audit::functions()`) and the older ones it falls back to on older
+//! drivers (`audit::older_abis()`, e.g. `cuGraphExecUpdate` 10020). The
+//! driver double's ABI history (`tests/abi_history.txt`) is checked to be
+//! the headers' `PFN_<name>_v<N>` typedefs, exactly.
+//!
 //! The audit enumerates the tables in `cuda_sys::audit`, which the
 //! declaration macros emit from the declared tokens: there is no hand-kept
 //! list here. Without the headers or libclang the audit skips with a visible
@@ -26,6 +32,9 @@ use std::sync::OnceLock;
 
 use cuda_sys::audit::{self, AliasDecl, ConstDecl, FunctionDecl, StructDecl, UnionDecl};
 use cuda_sys::functions::proc_address::BOOTSTRAP;
+
+#[path = "support/double.rs"]
+mod double;
 
 /// (label used in messages, sub-directory of the headers directory).
 const HEADER_SETS: &[(&str, &str)] = &[("CUDA 12", "cuda-12"), ("CUDA 13", "cuda-13")];
@@ -688,7 +697,7 @@ struct Report {
 }
 
 fn all_functions() -> impl Iterator<Item = &'static FunctionDecl> {
-    audit::functions().iter().chain(BOOTSTRAP.iter())
+    audit::functions().iter().chain(audit::older_abis()).chain(BOOTSTRAP.iter())
 }
 
 fn audit_header(h: &Header, ours: &Typedefs) -> Report {
@@ -765,6 +774,100 @@ fn declarations_match_cuda_headers() {
         failures.len(),
         failures.join("\n  ")
     );
+}
+
+/// The versions `N` of every `PFN_<name>_v<N>` typedef in the text of a
+/// `cudaTypedefs.h`, including the legacy ones under
+/// `__CUDA_API_VERSION_INTERNAL` (e.g. `cuMemAlloc` 2000, the 32-bit ABI
+/// before 3.2), which drivers still serve for requests below their
+/// successors and which bindgen's model (without that macro) does not see.
+fn typedef_versions_in_text(name: &str, text: &str) -> Vec<i32> {
+    let needle = format!("*PFN_{name}_v");
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(&needle) {
+        rest = &rest[at + needle.len()..];
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        if rest[digits.len()..].starts_with(')') {
+            if let Ok(v) = digits.parse() {
+                out.push(v);
+            }
+        }
+    }
+    out
+}
+
+/// The ABI history the driver double serves is NVIDIA's: for every entry
+/// point of the table, the versions of its `PFN_<name>_v<N>` typedefs in
+/// the CUDA 12 and 13 headers (their union, legacy ones included), and
+/// nothing else.
+#[test]
+fn driver_double_history_is_the_headers() {
+    let Some(headers) = headers_or_skip() else {
+        return;
+    };
+    let history = match double::history() {
+        Ok(h) => h,
+        Err(e) => panic!("tests/abi_history.txt: {e}"),
+    };
+    let header_texts: Vec<String> = HEADER_SETS
+        .iter()
+        .map(|(_, sub)| {
+            let path = headers_dir().join(sub).join("cudaTypedefs.h");
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        })
+        .collect();
+    let mut names: Vec<&str> = audit::functions().iter().chain(audit::older_abis()).map(|f| f.name).collect();
+    names.sort_unstable();
+    names.dedup();
+    let mut failures = Vec::new();
+    for name in &names {
+        let mut want: Vec<i32> = header_texts.iter().flat_map(|t| typedef_versions_in_text(name, t)).collect();
+        // Every version bindgen's model has is in the text too.
+        want.extend(headers.iter().flat_map(|h| abi_versions(name, h)));
+        want.sort_unstable();
+        want.dedup();
+        let line = format!("{name} {}", want.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(" "));
+        match history.get(*name) {
+            Some(have) if *have == want => {}
+            Some(have) => failures.push(format!("{name}: history {have:?}, headers {want:?} (want the line `{line}`)")),
+            None => failures.push(format!("{name} is not in the history (add the line `{line}`)")),
+        }
+    }
+    for name in history.keys() {
+        if !names.contains(&name.as_str()) {
+            failures.push(format!("{name} is in the history but not in the table"));
+        }
+    }
+    println!(
+        "driver double history: {} entry points, {} ABIs",
+        history.len(),
+        history.values().map(Vec::len).sum::<usize>()
+    );
+    assert!(failures.is_empty(), "tests/abi_history.txt differs from the headers:\n  {}", failures.join("\n  "));
+}
+
+/// The older ABIs are audited like the newest: changing one is reported.
+#[test]
+fn older_abis_are_audited() {
+    let Some(headers) = headers_or_skip() else {
+        return;
+    };
+    let ours = our_typedefs();
+    let old = audit::older_abis().iter().find(|f| f.name == "cuGraphExecUpdate" && f.abi_version == 10020);
+    let Some(old) = old else { panic!("the table lists cuGraphExecUpdate 10020") };
+    assert!(audit::older_abis().iter().any(|f| f.name == "cuGraphGetEdges" && f.abi_version == 10000));
+    for h in headers {
+        assert_eq!(check_function(old, h, &ours), Vec::<String>::new());
+        // Typed as the 12.0 ABI's single result pointer: reported.
+        let as_new = FunctionDecl { params: &old.params[..3], ..*old };
+        assert_reports(
+            &check_function(&as_new, h, &ours),
+            &["PFN_cuGraphExecUpdate_v10020", "ours has 3 parameters, header 4"],
+        );
+        let retyped = with_param_type(old, 3, "*mut CUgraphExecUpdateResultInfo");
+        assert_reports(&check_function(&retyped, h, &ours), &["parameter 4 'updateResult_out'"]);
+    }
 }
 
 #[test]

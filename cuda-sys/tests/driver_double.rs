@@ -1,0 +1,294 @@
+//! The loader against a driver double that follows NVIDIA's
+//! `cuGetProcAddress` versioning rules (`support/double.rs`), at driver
+//! versions 11040 (CUDA 11.4, driver 470), 12000, 12030 and 13000:
+//!
+//! - every resolved entry is the stub of the ABI its type expects (the
+//!   mismatch count is printed and must be 0);
+//! - optional entries appear exactly where that driver has them, at the ABI
+//!   NVIDIA's history gives;
+//! - no request ever exceeds the driver's version (the double counts them);
+//! - an in-place update runs through the ABI that driver has (10020 before
+//!   12.0), success and failure decoded into the 12.0 form; the edge query
+//!   through its ABI, with edge data only at 12030.
+//!
+//! Runs in CI (plain `cargo test`); without a C compiler it fails, as the
+//! loader tests do.
+
+#![cfg(target_os = "linux")]
+
+#[path = "support/double.rs"]
+mod double;
+
+use std::ffi::{c_void, CString};
+use std::path::{Path, PathBuf};
+
+use cuda_sys::audit::abi_versions;
+use cuda_sys::functions::FUNCTIONS;
+use cuda_sys::*;
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("cuda-sys-driver-double")
+}
+
+fn build(name: &str, driver_version: i32) -> PathBuf {
+    match double::build(&dir(), name, driver_version) {
+        Ok(p) => p,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn load(path: &Path) -> Driver {
+    match Driver::load_from(&[path.to_str().expect("utf-8 path")]) {
+        Ok(d) => d,
+        Err(e) => panic!("{} should load: {e}", path.display()),
+    }
+}
+
+/// The ABI NVIDIA's contract gives each table entry on a driver of
+/// `driver_version` when it is requested the loader's way: the newest ABI
+/// of the table's list at or below the driver's version, if the driver has
+/// the symbol at all (its first ABI at or below its version).
+fn expected_abi(
+    name: &str,
+    driver_version: i32,
+    history: &std::collections::BTreeMap<String, Vec<i32>>,
+) -> Option<i32> {
+    let first = *history.get(name)?.first()?;
+    if first > driver_version {
+        return None;
+    }
+    abi_versions(name).into_iter().find(|&v| v <= driver_version)
+}
+
+/// What NVIDIA's history says each optional entry is at on these drivers
+/// (`None`: absent). Written out, not computed, as the reference.
+fn optional_reference(driver_version: i32) -> &'static [(&'static str, Option<i32>)] {
+    match driver_version {
+        11040 => &[
+            ("cuLaunchKernelEx", None),
+            ("cuFuncGetParamInfo", None),
+            ("cuGraphExecUpdate", Some(10020)),
+            ("cuGraphGetEdges", Some(10000)),
+            ("cuGraphDebugDotPrint", Some(11030)),
+        ],
+        12000 => &[
+            ("cuLaunchKernelEx", Some(11060)),
+            ("cuFuncGetParamInfo", None),
+            ("cuGraphExecUpdate", Some(12000)),
+            ("cuGraphGetEdges", Some(10000)),
+            ("cuGraphDebugDotPrint", Some(11030)),
+        ],
+        12030 => &[
+            ("cuLaunchKernelEx", Some(11060)),
+            ("cuFuncGetParamInfo", None),
+            ("cuGraphExecUpdate", Some(12000)),
+            ("cuGraphGetEdges", Some(12030)),
+            ("cuGraphDebugDotPrint", Some(11030)),
+        ],
+        13000 => &[
+            ("cuLaunchKernelEx", Some(11060)),
+            ("cuFuncGetParamInfo", Some(12040)),
+            ("cuGraphExecUpdate", Some(12000)),
+            ("cuGraphGetEdges", Some(12030)),
+            ("cuGraphDebugDotPrint", Some(11030)),
+        ],
+        _ => &[],
+    }
+}
+
+fn node(i: usize) -> CUgraphNode {
+    double::NODES[i] as CUgraphNode
+}
+
+/// Everything the issue asks of one driver version.
+fn check_driver_version(driver_version: i32) {
+    let path = build(&format!("fcdouble_{driver_version}"), driver_version);
+    let probe = double::Probe::open(&path).expect("the double opens");
+    let history = double::history().expect("abi_history.txt parses");
+    let driver = load(&path);
+    assert_eq!(driver.driver_version(), driver_version);
+
+    // 1. Every resolved entry is the stub of the ABI its type expects.
+    let resolved = driver.resolved();
+    let mut mismatches = Vec::new();
+    for r in &resolved {
+        match probe.identify(r.address) {
+            Some((name, abi)) if name == r.name && abi == r.abi_version => {}
+            got => mismatches.push(format!("{} typed as ABI {}: got {got:?}", r.name, r.abi_version)),
+        }
+    }
+    println!(
+        "driver {driver_version}: {} entries resolved, {} ABI mismatches, {} requests, {} above the driver version",
+        resolved.len(),
+        mismatches.len(),
+        probe.requests().len(),
+        probe.over_requests()
+    );
+    assert!(mismatches.is_empty(), "driver {driver_version}: ABI mismatches:\n  {}", mismatches.join("\n  "));
+
+    // 2. Each entry is where NVIDIA's history has it, at that ABI.
+    for f in FUNCTIONS {
+        let want = expected_abi(f.name, driver_version, &history);
+        assert_eq!(driver.resolved_abi(f.name), want, "driver {driver_version}: {}", f.name);
+        if f.required {
+            assert!(want.is_some(), "{} is required and the history has it on {driver_version}", f.name);
+        }
+    }
+    for &(name, want) in optional_reference(driver_version) {
+        assert_eq!(driver.resolved_abi(name), want, "driver {driver_version}: {name} (reference)");
+    }
+    let mut missing: Vec<&str> = driver.missing_optional().iter().map(|d| d.name).collect();
+    missing.sort_unstable();
+    let mut want_missing: Vec<&str> = FUNCTIONS
+        .iter()
+        .filter(|f| !f.required && expected_abi(f.name, driver_version, &history).is_none())
+        .map(|f| f.name)
+        .collect();
+    want_missing.sort_unstable();
+    assert_eq!(missing, want_missing, "driver {driver_version}: missing optional entries");
+
+    // 3. No request above the driver's version; entries the driver cannot
+    //    have are not requested at all; each request is at an ABI the
+    //    table types.
+    let requests = probe.requests();
+    assert_eq!(probe.over_requests(), 0, "driver {driver_version}: requests above it: {requests:?}");
+    assert!(requests.iter().all(|(_, v)| *v <= driver_version), "{requests:?}");
+    for (name, v) in &requests {
+        assert!(abi_versions(name).contains(v), "{name} requested at {v}, not an ABI of the table");
+    }
+    for f in FUNCTIONS.iter().filter(|f| abi_versions(f.name).iter().all(|&v| v > driver_version)) {
+        assert!(
+            requests.iter().all(|(n, _)| n != f.name),
+            "driver {driver_version}: {} (ABIs {:?}) was requested",
+            f.name,
+            abi_versions(f.name)
+        );
+    }
+    assert_eq!(requests.first().map(|(n, v)| (n.as_str(), *v)), Some(("cuDriverGetVersion", 2020)), "first request");
+
+    // 4. In-place update through the ABI this driver has, decoded.
+    let update_abi = if driver_version >= 12000 { 12000 } else { 10020 };
+    let (exec, graph) = (0xE1usize as CUgraphExec, 0xE2usize as CUgraph);
+    probe.set_update(CU_GRAPH_EXEC_UPDATE_SUCCESS, std::ptr::null_mut(), std::ptr::null_mut());
+    probe.reset_last_called();
+    // SAFETY: the double only records the handles.
+    let ok = unsafe { driver.graph_exec_update(exec, graph) }.expect("cuGraphExecUpdate resolved");
+    assert_eq!(probe.last_called(), Some(("cuGraphExecUpdate".to_string(), update_abi)));
+    assert_eq!(probe.last_update_args(), (exec as *mut c_void, graph as *mut c_void));
+    assert_eq!(ok.abi_version, update_abi);
+    assert!(ok.updated() && !ok.refused(), "{ok:?}");
+    assert!(ok.info.errorNode.is_null() && ok.info.errorFromNode.is_null(), "{ok:?}");
+
+    let (bad, from) = (node(2), node(1));
+    probe.set_update(CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED, bad as *mut c_void, from as *mut c_void);
+    probe.reset_last_called();
+    // SAFETY: as above.
+    let refused = unsafe { driver.graph_exec_update(exec, graph) }.expect("cuGraphExecUpdate resolved");
+    assert_eq!(probe.last_called(), Some(("cuGraphExecUpdate".to_string(), update_abi)));
+    assert!(refused.refused() && !refused.updated(), "{refused:?}");
+    assert_eq!(refused.status, CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    assert_eq!(refused.info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+    assert_eq!(refused.info.errorNode, bad, "the error node, from the ABI's own out-parameter");
+    // The 10020 ABI does not report the node the error came from.
+    let want_from = if update_abi == 12000 { from } else { std::ptr::null_mut() };
+    assert_eq!(refused.info.errorFromNode, want_from);
+    probe.set_update(CU_GRAPH_EXEC_UPDATE_SUCCESS, std::ptr::null_mut(), std::ptr::null_mut());
+
+    // 5. The edges through the ABI this driver has; edge data at 12030 only.
+    let edges_abi = if driver_version >= 12030 { 12030 } else { 10000 };
+    assert_eq!(driver.has_edge_data(), edges_abi == 12030);
+    probe.reset_last_called();
+    // SAFETY: the double ignores the graph handle.
+    let edges = unsafe { driver.graph_edges(graph) }.expect("cuGraphGetEdges resolved").expect("edges");
+    assert_eq!(probe.last_called(), Some(("cuGraphGetEdges".to_string(), edges_abi)));
+    let pairs: Vec<(CUgraphNode, CUgraphNode)> = edges.iter().map(|e| (e.from, e.to)).collect();
+    assert_eq!(pairs, [(node(0), node(1)), (node(1), node(2)), (node(2), node(3))]);
+    let types: Vec<Option<u8>> = edges.iter().map(|e| e.data.map(|d| d.type_)).collect();
+    if edges_abi == 12030 {
+        assert_eq!(types, [Some(0), Some(CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC as u8), Some(0)]);
+        assert_eq!(edges[1].data.map(|d| d.from_port), Some(CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC));
+    } else {
+        assert_eq!(types, [None, None, None]);
+    }
+    assert_eq!(probe.over_requests(), 0, "no request after loading either");
+}
+
+#[test]
+fn versioned_double_11040() {
+    check_driver_version(11040);
+}
+
+#[test]
+fn versioned_double_12000() {
+    check_driver_version(12000);
+}
+
+#[test]
+fn versioned_double_12030() {
+    check_driver_version(12030);
+}
+
+#[test]
+fn versioned_double_13000() {
+    check_driver_version(13000);
+}
+
+/// The double itself models the contract (so its 0 above is not vacuous):
+/// an over-version request is counted, answered with an older ABI by 11.x
+/// and 12.x drivers and refused by 13.x ones; unknown and not-yet symbols
+/// are not found; below a symbol's first ABI is VERSION_NOT_SUFFICIENT.
+#[test]
+fn double_follows_the_versioning_contract() {
+    let name = |s: &str| CString::new(s).expect("no NUL");
+    let update = name("cuGraphExecUpdate");
+
+    // 11.4: the old loader's request (12000) yields the 10020 ABI, which it
+    // then called with the 12000 arguments: the defect this fixes.
+    let p11 = double::Probe::open(&build("fcdouble_contract_11040", 11040)).expect("opens");
+    let (res, f) = p11.raw_request(&update, 12000);
+    assert_eq!((res, p11.identify(f)), (CUDA_SUCCESS, Some(("cuGraphExecUpdate".to_string(), 10020))));
+    assert_eq!(p11.over_requests(), 1, "counted");
+    assert!(p11.raw_request_v2(&update, 10020).is_none(), "no cuGetProcAddress_v2 before 12.0");
+    let (res, f) = p11.raw_request(&name("cuFuncGetParamInfo"), 11040);
+    assert_eq!((res, f.is_null()), (CUDA_ERROR_NOT_FOUND, true), "introduced after the driver");
+    let (res, _) = p11.raw_request(&name("cuNoSuchEntry"), 11040);
+    assert_eq!(res, CUDA_ERROR_NOT_FOUND);
+
+    // 12.0: at or above the first ABI the newest at or below the request.
+    let p12 = double::Probe::open(&build("fcdouble_contract_12000", 12000)).expect("opens");
+    let edges = name("cuGraphGetEdges");
+    let (res, f, status) = p12.raw_request_v2(&edges, 12030).expect("v2 from 12.0 on");
+    assert_eq!((res, status), (CUDA_SUCCESS, CU_GET_PROC_ADDRESS_SUCCESS as i32));
+    assert_eq!(p12.identify(f), Some(("cuGraphGetEdges".to_string(), 10000)), "12.x hands out the older ABI");
+    assert_eq!(p12.over_requests(), 1);
+    let (res, f, status) = p12.raw_request_v2(&update, 10010).expect("v2");
+    assert_eq!(
+        (res, f.is_null(), status),
+        (CUDA_ERROR_NOT_FOUND, true, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT as i32)
+    );
+    let (_, f, status) = p12.raw_request_v2(&update, 11040).expect("v2");
+    assert_eq!((p12.identify(f), status), (Some(("cuGraphExecUpdate".to_string(), 10020)), 0));
+    let (res, _, status) = p12.raw_request_v2(&name("cuNoSuchEntry"), 12000).expect("v2");
+    assert_eq!((res, status), (CUDA_ERROR_NOT_FOUND, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND as i32));
+
+    // 13.0: above the driver's version is an error.
+    let p13 = double::Probe::open(&build("fcdouble_contract_13000", 13000)).expect("opens");
+    let (res, f, _) = p13.raw_request_v2(&update, 13010).expect("v2");
+    assert_eq!((res, f.is_null()), (CUDA_ERROR_INVALID_VALUE, true));
+    assert_eq!(p13.over_requests(), 1);
+    let (res, f, _) = p13.raw_request_v2(&update, 13000).expect("v2");
+    assert_eq!((res, p13.identify(f)), (CUDA_SUCCESS, Some(("cuGraphExecUpdate".to_string(), 12000))));
+}
+
+/// A driver older than the oldest supported is refused after one request
+/// (its version), before the table is resolved.
+#[test]
+fn too_old_driver_is_refused_after_reading_its_version() {
+    let path = build("fcdouble_11030", 11030);
+    let probe = double::Probe::open(&path).expect("opens");
+    match Driver::load_from(&[path.to_str().expect("utf-8")]) {
+        Err(LoadError::DriverTooOld { found: 11030, min }) => assert_eq!(min, MIN_DRIVER_VERSION),
+        other => panic!("expected DriverTooOld, got {other:?}"),
+    }
+    assert_eq!(probe.requests(), [("cuDriverGetVersion".to_string(), 2020)]);
+}

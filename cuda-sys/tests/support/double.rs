@@ -1,0 +1,418 @@
+//! A driver double: a stand-in `libcuda` (C, generated here and built with
+//! the `cc` crate's compiler) that follows NVIDIA's `cuGetProcAddress`
+//! versioning contract for every symbol of cuda-sys's table, with the real
+//! ABI history of each (`abi_history.txt`, checked against `cudaTypedefs.h`
+//! by `tests/audit.rs`).
+//!
+//! The contract, for a driver of version `D` and a request of `symbol` at
+//! version `V`:
+//! - `V > D` is counted (the loader must never do it); a CUDA 13 driver
+//!   (`D >= 13000`) refuses it with `CUDA_ERROR_INVALID_VALUE`, older ones
+//!   go on with `min(V, D)`;
+//! - a symbol the driver does not have (unknown, or first ABI newer than
+//!   `D`) is not found (`CUDA_ERROR_NOT_FOUND`, status `SYMBOL_NOT_FOUND`);
+//! - below the symbol's first ABI: not found (status
+//!   `VERSION_NOT_SUFFICIENT`);
+//! - else the symbol's newest ABI with version `<= min(V, D)`.
+//!
+//! `cuGetProcAddress` (11.3 ABI) is always exported, `cuGetProcAddress_v2`
+//! (12.0 ABI) only for `D >= 12000`.
+//!
+//! Every ABI of every symbol is its own C function, so a test can tell
+//! which one it got (`identify`) and which one ran (`last_called`). Most
+//! stubs only record that they ran; `cuDriverGetVersion`, both ABIs of
+//! `cuGraphExecUpdate` and both of `cuGraphGetEdges` behave like the driver
+//! (a fixed four-node chain for the edges; an update result the test sets).
+//!
+//! Shared by the cuda-sys and fc-graph tests (`#[path]`), so it uses only
+//! `cc`, `libloading` and std.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The ABI history the double serves: `symbol -> versions`, oldest first.
+pub const HISTORY: &str = include_str!("../abi_history.txt");
+
+/// The parsed history, or why a line does not parse.
+pub fn history() -> Result<BTreeMap<String, Vec<i32>>, String> {
+    let mut out = BTreeMap::new();
+    for (i, line) in HISTORY.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut words = line.split_whitespace();
+        let name = words.next().ok_or_else(|| format!("line {}: empty", i + 1))?;
+        let versions: Vec<i32> = words
+            .map(|w| w.parse().map_err(|_| format!("line {}: bad version {w:?}", i + 1)))
+            .collect::<Result<_, _>>()?;
+        if versions.is_empty() || versions.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(format!("line {}: versions must be ascending and non-empty: {line}", i + 1));
+        }
+        if out.insert(name.to_string(), versions).is_some() {
+            return Err(format!("line {}: {name} listed twice", i + 1));
+        }
+    }
+    Ok(out)
+}
+
+/// The (symbol, version) pairs with hand-written behaviour in [`PRELUDE`];
+/// every other pair gets a stub that only records that it ran.
+const SPECIAL: &[(&str, i32)] = &[
+    ("cuDriverGetVersion", 2020),
+    ("cuGraphExecUpdate", 10020),
+    ("cuGraphExecUpdate", 12000),
+    ("cuGraphGetEdges", 10000),
+    ("cuGraphGetEdges", 12030),
+];
+
+/// Fake node handles of the double's graph: a chain n1 -> n2 -> n3 -> n4
+/// whose middle edge is programmatic (type 1, from port 1).
+pub const NODES: [usize; 4] = [0x1100, 0x1200, 0x1300, 0x1400];
+
+const PRELUDE: &str = r#"
+#include <stddef.h>
+#include <string.h>
+
+typedef unsigned int CUresult;
+#define CUDA_SUCCESS 0
+#define CUDA_ERROR_INVALID_VALUE 1
+#define CUDA_ERROR_NOT_FOUND 500
+#define CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE 910
+#define ST_SUCCESS 0
+#define ST_SYMBOL_NOT_FOUND 1
+#define ST_VERSION_NOT_SUFFICIENT 2
+
+typedef struct { unsigned result; void *errorNode; void *errorFromNode; } UpdateInfo;
+typedef struct { unsigned char from_port, to_port, type, reserved[5]; } EdgeData;
+
+static int g_last_called = -1;
+static unsigned g_update_result = 0;
+static void *g_update_error_node = NULL;
+static void *g_update_error_from = NULL;
+static void *g_update_exec = NULL;
+static void *g_update_graph = NULL;
+
+#define MAX_REQUESTS 512
+static char g_req_name[MAX_REQUESTS][64];
+static int g_req_version[MAX_REQUESTS];
+static int g_requests = 0;
+static int g_over = 0;
+
+void fc_double_set_update(unsigned result, void *error_node, void *error_from) {
+    g_update_result = result; g_update_error_node = error_node; g_update_error_from = error_from;
+}
+void fc_double_last_update_args(void **exec, void **graph) { *exec = g_update_exec; *graph = g_update_graph; }
+int fc_double_last_called(void) { return g_last_called; }
+void fc_double_reset_last_called(void) { g_last_called = -1; }
+int fc_double_requests(void) { return g_requests; }
+int fc_double_over_requests(void) { return g_over; }
+int fc_double_request(int i, const char **name, int *version) {
+    if (i < 0 || i >= g_requests || i >= MAX_REQUESTS) return 0;
+    *name = g_req_name[i]; *version = g_req_version[i]; return 1;
+}
+
+static CUresult abi_cuDriverGetVersion_v2020(int *v) {
+    g_last_called = IDX_cuDriverGetVersion_v2020;
+    if (!v) return CUDA_ERROR_INVALID_VALUE;
+    *v = DRIVER_VERSION;
+    return CUDA_SUCCESS;
+}
+
+static CUresult update_common(void *exec, void *graph) {
+    g_update_exec = exec; g_update_graph = graph;
+    return g_update_result ? CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE : CUDA_SUCCESS;
+}
+static CUresult abi_cuGraphExecUpdate_v12000(void *exec, void *graph, UpdateInfo *info) {
+    g_last_called = IDX_cuGraphExecUpdate_v12000;
+    if (!info) return CUDA_ERROR_INVALID_VALUE;
+    info->result = g_update_result;
+    info->errorNode = g_update_error_node;
+    info->errorFromNode = g_update_error_from;
+    return update_common(exec, graph);
+}
+static CUresult abi_cuGraphExecUpdate_v10020(void *exec, void *graph, void **error_node, unsigned *result) {
+    g_last_called = IDX_cuGraphExecUpdate_v10020;
+    if (!error_node || !result) return CUDA_ERROR_INVALID_VALUE;
+    *error_node = g_update_error_node;
+    *result = g_update_result;
+    return update_common(exec, graph);
+}
+
+#define N_EDGES 3
+static void *edge_from[N_EDGES] = { (void *)NODE1, (void *)NODE2, (void *)NODE3 };
+static void *edge_to[N_EDGES] = { (void *)NODE2, (void *)NODE3, (void *)NODE4 };
+static const EdgeData edge_data[N_EDGES] = { {0, 0, 0, {0}}, {1, 0, 1, {0}}, {0, 0, 0, {0}} };
+
+static CUresult edges_common(void **from, void **to, EdgeData *data, size_t *n) {
+    size_t i, want;
+    if (!n) return CUDA_ERROR_INVALID_VALUE;
+    if (!from && !to) { *n = N_EDGES; return CUDA_SUCCESS; }
+    if (!from || !to) return CUDA_ERROR_INVALID_VALUE;
+    want = *n;
+    for (i = 0; i < want; i++) {
+        from[i] = i < N_EDGES ? edge_from[i] : NULL;
+        to[i] = i < N_EDGES ? edge_to[i] : NULL;
+        if (data) {
+            if (i < N_EDGES) data[i] = edge_data[i]; else memset(&data[i], 0, sizeof data[i]);
+        }
+    }
+    *n = want < N_EDGES ? want : N_EDGES;
+    return CUDA_SUCCESS;
+}
+static CUresult abi_cuGraphGetEdges_v12030(void *graph, void **from, void **to, EdgeData *data, size_t *n) {
+    (void)graph;
+    g_last_called = IDX_cuGraphGetEdges_v12030;
+    return edges_common(from, to, data, n);
+}
+static CUresult abi_cuGraphGetEdges_v10000(void *graph, void **from, void **to, size_t *n) {
+    (void)graph;
+    g_last_called = IDX_cuGraphGetEdges_v10000;
+    return edges_common(from, to, NULL, n);
+}
+"#;
+
+const RESOLVER: &str = r#"
+static int symbol_known(const char *symbol) {
+    size_t i;
+    for (i = 0; i < N_ABIS; i++)
+        if (strcmp(abis[i].name, symbol) == 0 && abis[i].version <= DRIVER_VERSION) return 1;
+    return 0;
+}
+
+static CUresult lookup(const char *symbol, void **pfn, int version, int *status) {
+    size_t i;
+    int cap = version < DRIVER_VERSION ? version : DRIVER_VERSION;
+    const Abi *best = NULL;
+    if (g_requests < MAX_REQUESTS) {
+        strncpy(g_req_name[g_requests], symbol ? symbol : "", 63);
+        g_req_name[g_requests][63] = 0;
+        g_req_version[g_requests] = version;
+    }
+    g_requests++;
+    if (pfn) *pfn = NULL;
+    if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
+    if (version > DRIVER_VERSION) {
+        g_over++;
+        if (DRIVER_VERSION >= 13000) return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (!symbol_known(symbol)) {
+        if (status) *status = ST_SYMBOL_NOT_FOUND;
+        return CUDA_ERROR_NOT_FOUND;
+    }
+    for (i = 0; i < N_ABIS; i++)
+        if (strcmp(abis[i].name, symbol) == 0 && abis[i].version <= cap &&
+            (!best || abis[i].version > best->version))
+            best = &abis[i];
+    if (!best) {
+        if (status) *status = ST_VERSION_NOT_SUFFICIENT;
+        return CUDA_ERROR_NOT_FOUND;
+    }
+    *pfn = best->fn;
+    if (status) *status = ST_SUCCESS;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, unsigned long long flags) {
+    (void)flags;
+    return lookup(symbol, pfn, version, NULL);
+}
+
+#if DRIVER_VERSION >= 12000
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, unsigned long long flags,
+                             int *symbolStatus) {
+    (void)flags;
+    return lookup(symbol, pfn, version, symbolStatus);
+}
+#endif
+
+int fc_double_identify(const void *p, const char **name, int *version) {
+    size_t i;
+    for (i = 0; i < N_ABIS; i++)
+        if (abis[i].fn == p) { *name = abis[i].name; *version = abis[i].version; return 1; }
+    return 0;
+}
+int fc_double_abi(int index, const char **name, int *version) {
+    if (index < 0 || (size_t)index >= N_ABIS) return 0;
+    *name = abis[index].name; *version = abis[index].version; return 1;
+}
+"#;
+
+/// The double's C source for a driver of version `driver_version`.
+pub fn source(driver_version: i32) -> Result<String, String> {
+    let hist = history()?;
+    let pairs: Vec<(&str, i32)> = hist.iter().flat_map(|(n, vs)| vs.iter().map(move |&v| (n.as_str(), v))).collect();
+    let mut c = format!("#define DRIVER_VERSION {driver_version}\n");
+    for (i, n) in NODES.iter().enumerate() {
+        c += &format!("#define NODE{} 0x{n:x}\n", i + 1);
+    }
+    for (i, (n, v)) in pairs.iter().enumerate() {
+        c += &format!("#define IDX_{n}_v{v} {i}\n");
+    }
+    c += PRELUDE;
+    for (i, &(n, v)) in pairs.iter().enumerate() {
+        if !SPECIAL.contains(&(n, v)) {
+            c += &format!("static CUresult abi_{n}_v{v}(void) {{ g_last_called = {i}; return CUDA_SUCCESS; }}\n");
+        }
+    }
+    c += "typedef struct { const char *name; int version; void *fn; } Abi;\nstatic const Abi abis[] = {\n";
+    for (n, v) in &pairs {
+        c += &format!("    {{\"{n}\", {v}, (void *)abi_{n}_v{v}}},\n");
+    }
+    c += "};\n#define N_ABIS (sizeof abis / sizeof abis[0])\n";
+    c += RESOLVER;
+    Ok(c)
+}
+
+/// Builds the double for `driver_version` as `lib<name>.so` under `dir`.
+pub fn build(dir: &Path, name: &str, driver_version: i32) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let src = dir.join(format!("{name}.{}.c", std::process::id()));
+    std::fs::write(&src, source(driver_version)?).map_err(|e| format!("{}: {e}", src.display()))?;
+    let out = dir.join(format!("lib{name}.so"));
+    let tmp = dir.join(format!("lib{name}.so.{}.tmp", std::process::id()));
+    let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
+    let compiler = cc::Build::new()
+        .cargo_metadata(false)
+        .cargo_warnings(false)
+        .target(&triple)
+        .host(&triple)
+        .opt_level(0)
+        .try_get_compiler()
+        .map_err(|e| format!("no C compiler: {e}"))?;
+    let mut cmd: Command = compiler.to_command();
+    cmd.args(["-shared", "-fPIC", "-O0", "-Wall", "-Werror", "-o"]).arg(&tmp).arg(&src);
+    let status = cmd.status().map_err(|e| format!("{cmd:?}: {e}"))?;
+    if !status.success() {
+        return Err(format!("building the driver double failed: {cmd:?}"));
+    }
+    std::fs::rename(&tmp, &out).map_err(|e| format!("{}: {e}", out.display()))?;
+    Ok(out)
+}
+
+/// The double's introspection functions, from a second handle on the same
+/// library (the loader's handle and this one share its state).
+pub struct Probe {
+    lib: libloading::Library,
+}
+
+type IdentifyFn = unsafe extern "C" fn(*const c_void, *mut *const c_char, *mut c_int) -> c_int;
+type IndexFn = unsafe extern "C" fn(c_int, *mut *const c_char, *mut c_int) -> c_int;
+type CountFn = unsafe extern "C" fn() -> c_int;
+type SetUpdateFn = unsafe extern "C" fn(c_uint, *mut c_void, *mut c_void);
+type UpdateArgsFn = unsafe extern "C" fn(*mut *mut c_void, *mut *mut c_void);
+type VoidFn = unsafe extern "C" fn();
+
+impl Probe {
+    /// Opens the double at `path`.
+    pub fn open(path: &Path) -> Result<Probe, String> {
+        // SAFETY: the double has no initialisers.
+        let lib = unsafe { libloading::Library::new(path) }.map_err(|e| e.to_string())?;
+        Ok(Probe { lib })
+    }
+
+    fn sym<T: Copy>(&self, name: &[u8]) -> T {
+        // SAFETY: every name asked for is exported by the double with type `T`.
+        match unsafe { self.lib.get::<T>(name) } {
+            Ok(s) => *s,
+            Err(e) => panic!("the driver double lacks {}: {e}", String::from_utf8_lossy(name)),
+        }
+    }
+
+    fn pair(name: *const c_char, version: c_int) -> (String, i32) {
+        // SAFETY: the double hands out NUL-terminated strings of its own.
+        (unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned(), version)
+    }
+
+    /// Which (symbol, ABI version) the stub at `address` is, if it is one.
+    pub fn identify(&self, address: *const c_void) -> Option<(String, i32)> {
+        let f: IdentifyFn = self.sym(b"fc_double_identify\0");
+        let (mut name, mut version) = (std::ptr::null(), 0);
+        // SAFETY: valid out-pointers.
+        (unsafe { f(address, &mut name, &mut version) } == 1).then(|| Self::pair(name, version))
+    }
+
+    /// The (symbol, ABI version) of the stub that ran last, if any.
+    pub fn last_called(&self) -> Option<(String, i32)> {
+        let last: CountFn = self.sym(b"fc_double_last_called\0");
+        let abi: IndexFn = self.sym(b"fc_double_abi\0");
+        let (mut name, mut version) = (std::ptr::null(), 0);
+        // SAFETY: no arguments; then valid out-pointers.
+        let i = unsafe { last() };
+        // SAFETY: valid out-pointers.
+        (unsafe { abi(i, &mut name, &mut version) } == 1).then(|| Self::pair(name, version))
+    }
+
+    /// Forgets which stub ran last.
+    pub fn reset_last_called(&self) {
+        let f: VoidFn = self.sym(b"fc_double_reset_last_called\0");
+        // SAFETY: no arguments.
+        unsafe { f() }
+    }
+
+    /// Every `cuGetProcAddress` request so far: (symbol, requested version).
+    pub fn requests(&self) -> Vec<(String, i32)> {
+        let count: CountFn = self.sym(b"fc_double_requests\0");
+        let get: IndexFn = self.sym(b"fc_double_request\0");
+        // SAFETY: no arguments.
+        let n = unsafe { count() };
+        (0..n)
+            .filter_map(|i| {
+                let (mut name, mut version) = (std::ptr::null(), 0);
+                // SAFETY: valid out-pointers.
+                (unsafe { get(i, &mut name, &mut version) } == 1).then(|| Self::pair(name, version))
+            })
+            .collect()
+    }
+
+    /// How many requests asked above the driver's version.
+    pub fn over_requests(&self) -> i32 {
+        let f: CountFn = self.sym(b"fc_double_over_requests\0");
+        // SAFETY: no arguments.
+        unsafe { f() }
+    }
+
+    /// Makes later in-place updates report `result` (0: success; else the
+    /// update fails with `CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE`) and these
+    /// nodes.
+    pub fn set_update(&self, result: u32, error_node: *mut c_void, error_from: *mut c_void) {
+        let f: SetUpdateFn = self.sym(b"fc_double_set_update\0");
+        // SAFETY: plain values.
+        unsafe { f(result, error_node, error_from) }
+    }
+
+    /// The (exec, graph) the last update was called with.
+    pub fn last_update_args(&self) -> (*mut c_void, *mut c_void) {
+        let f: UpdateArgsFn = self.sym(b"fc_double_last_update_args\0");
+        let (mut exec, mut graph) = (std::ptr::null_mut(), std::ptr::null_mut());
+        // SAFETY: valid out-pointers.
+        unsafe { f(&mut exec, &mut graph) };
+        (exec, graph)
+    }
+
+    /// Asks the double's `cuGetProcAddress` (11.3 ABI) directly.
+    pub fn raw_request(&self, symbol: &CStr, version: i32) -> (u32, *mut c_void) {
+        type ProcFn = unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, u64) -> c_uint;
+        let f: ProcFn = self.sym(b"cuGetProcAddress\0");
+        let mut p = std::ptr::null_mut();
+        // SAFETY: NUL-terminated name, valid out-pointer.
+        let res = unsafe { f(symbol.as_ptr(), &mut p, version, 0) };
+        (res, p)
+    }
+
+    /// Asks the double's `cuGetProcAddress_v2` (12.0 ABI) directly; `None`
+    /// when it does not export one (drivers before 12.0).
+    pub fn raw_request_v2(&self, symbol: &CStr, version: i32) -> Option<(u32, *mut c_void, i32)> {
+        type ProcFn = unsafe extern "C" fn(*const c_char, *mut *mut c_void, c_int, u64, *mut c_int) -> c_uint;
+        // SAFETY: the double's export has this type when present.
+        let f = unsafe { self.lib.get::<ProcFn>(b"cuGetProcAddress_v2\0") }.ok().map(|s| *s)?;
+        let (mut p, mut status) = (std::ptr::null_mut(), -1);
+        // SAFETY: NUL-terminated name, valid out-pointers.
+        let res = unsafe { f(symbol.as_ptr(), &mut p, version, 0, &mut status) };
+        Some((res, p, status))
+    }
+}
