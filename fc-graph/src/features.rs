@@ -166,6 +166,11 @@ pub fn features() -> Result<Vec<Feature>> {
     Ok(features_of(driver()?))
 }
 
+/// Features and in-place update against cuda-sys's driver double.
+#[cfg(all(test, target_os = "linux"))]
+#[path = "features_double_tests.rs"]
+mod double_tests;
+
 #[cfg(test)]
 mod tests {
     use super::*;

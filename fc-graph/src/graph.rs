@@ -126,15 +126,12 @@ impl GraphExec {
                 Some((old_nodes, new_nodes))
             };
             let differ = counts.is_some_and(|(old, new)| old != new);
-            if differ || d.cuGraphExecUpdate.is_none() {
+            if differ {
                 return Ok((false, counts));
             }
             // SAFETY: live executable graph and source graph of the context
             // bound here; the executable is ours (`&mut self`).
-            let Some(outcome) = (unsafe { d.graph_exec_update(exec, graph) }) else {
-                return Ok((false, counts));
-            };
-            if !update_done(&outcome)? {
+            if !unsafe { update_in_place(d, exec, graph) }? {
                 return Ok((false, counts));
             }
             // SAFETY: the re-captured graph, ours (the caller gave it up by
@@ -207,12 +204,22 @@ impl Drop for GraphExec {
 }
 
 /// Nodes in a graph (`cuGraphGetNodes` walks all of them).
-/// What an in-place update's outcome means, whichever ABI ran: `Ok(true)`
-/// updated; `Ok(false)` refused by the driver (the executable is unchanged
-/// and the caller instantiates anew), also for a success status with a
-/// failed update result, which no driver reports but which is not taken for
-/// an update; an error for any other status.
-pub(crate) fn update_done(outcome: &GraphExecUpdate) -> Result<bool> {
+/// Updates `exec` in place from `graph` through whichever ABI of
+/// `cuGraphExecUpdate` the driver has (the 10020 ABI on 10.2-11.x drivers,
+/// adapted by cuda-sys): `Ok(true)` updated; `Ok(false)` not (no such entry
+/// point, or the driver refused: the executable is unchanged and the caller
+/// instantiates anew; also a success status with a failed update result,
+/// which no driver reports but which is not taken for an update); an error
+/// for any other status.
+///
+/// # Safety
+/// `exec` and `graph` are live handles of the context current on this
+/// thread, and nothing else uses `exec` during the call.
+pub(crate) unsafe fn update_in_place(d: &DriverFns, exec: CUgraphExec, graph: CUgraph) -> Result<bool> {
+    // SAFETY: the caller's promise.
+    let Some(outcome) = (unsafe { d.graph_exec_update(exec, graph) }) else {
+        return Ok(false);
+    };
     if outcome.refused() {
         return Ok(false);
     }
