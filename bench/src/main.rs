@@ -562,7 +562,7 @@ fn bench_multi_gpu(args: &Args) -> Result<()> {
     for kind in Loop::ALL {
         let (row, field) = (kind.row(), kind.field());
         if kind == Loop::Update && !in_place {
-            eprintln!("[fc] [SKIP] {row}: the driver lacks cuGraphExecUpdate (CUDA 12.0+)");
+            eprintln!("[fc] [SKIP] {row}: the driver lacks cuGraphExecUpdate (CUDA 10.2+)");
             for dev in ["1dev", "2dev"] {
                 println!(
                     "{{\"impl\":\"{IMPL}\",\"row\":\"{row}_{dev}\",\"kernels\":{k},\"skipped\":\"no in-place update in this driver\"}}"

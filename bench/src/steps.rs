@@ -775,7 +775,7 @@ fn c_failure(what: &str) -> fc_graph::Error {
 /// re-capture through the C ABI (`fc_graph_begin_ctx`, K `fc_add_ctx` /
 /// `fc_mul_ctx`, `fc_graph_end_update_ctx`, each call checking its handles)
 /// against the same bare calls. Also `graph_node_count`.
-/// No rows on a driver without in-place update (before CUDA 12.0).
+/// No rows on a driver without in-place update (`cuGraphExecUpdate`).
 fn recapture_rows(d: &Driver, rig: &Rig, k: usize, iters: usize, out: &mut dyn FnMut(StepOutput)) -> Result<()> {
     if d.cuGraphExecUpdate.is_none() {
         return Ok(());

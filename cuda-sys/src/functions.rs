@@ -414,3 +414,78 @@ pub mod proc_address {
              symbolStatus: *mut CUdriverProcAddressQueryResult) -> CUresult;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    extern "C" fn never_called() {}
+
+    /// The requests `resolve_with` makes for a driver of `driver_version`
+    /// that has every symbol, and the table it fills.
+    fn requests_at(driver_version: i32) -> (DriverFns, Vec<(&'static str, i32)>) {
+        let mut log = Vec::new();
+        // SAFETY: no entry of the table is ever called here; the address is
+        // a real function, so every pointer is non-null.
+        let fns = unsafe {
+            DriverFns::resolve_with(driver_version, |name, version| {
+                log.push((name, version));
+                Ok(never_called as *mut c_void)
+            })
+        };
+        match fns {
+            Ok(f) => (f, log),
+            Err(e) => panic!("driver {driver_version}: {e}"),
+        }
+    }
+
+    #[test]
+    fn no_request_above_the_driver_version() {
+        for dv in [11040, 11060, 11080, 12000, 12020, 12030, 12040, 12090, 13000] {
+            let (fns, log) = requests_at(dv);
+            assert!(log.iter().all(|&(_, v)| v <= dv), "driver {dv}: {log:?}");
+            // One request per entry at most: the newest ABI the driver reaches.
+            for f in FUNCTIONS {
+                let asked: Vec<i32> = log.iter().filter(|(n, _)| *n == f.name).map(|&(_, v)| v).collect();
+                let want = crate::audit::abi_versions(f.name).into_iter().find(|&v| v <= dv);
+                assert_eq!(asked, want.into_iter().collect::<Vec<_>>(), "driver {dv}: {}", f.name);
+                assert_eq!(fns.resolved_abi(f.name), want, "driver {dv}: {}", f.name);
+            }
+        }
+    }
+
+    #[test]
+    fn older_abis_where_the_driver_predates_the_newest() {
+        let (fns, _) = requests_at(11040);
+        assert!(matches!(fns.cuGraphExecUpdate, Some(abi::cuGraphExecUpdate::Abi::V10020(_))));
+        assert!(matches!(fns.cuGraphGetEdges, Some(abi::cuGraphGetEdges::Abi::V10000(_))));
+        assert!(fns.cuLaunchKernelEx.is_none() && fns.cuFuncGetParamInfo.is_none());
+        let mut missing: Vec<&str> = fns.missing_optional().iter().map(|d| d.name).collect();
+        missing.sort_unstable();
+        assert_eq!(missing, ["cuFuncGetParamInfo", "cuLaunchKernelEx"]);
+        let (fns, _) = requests_at(12000);
+        assert!(matches!(fns.cuGraphExecUpdate, Some(abi::cuGraphExecUpdate::Abi::V12000(_))));
+        assert!(matches!(fns.cuGraphGetEdges, Some(abi::cuGraphGetEdges::Abi::V10000(_))));
+        assert!(!fns.has_edge_data());
+        let (fns, _) = requests_at(12030);
+        assert!(fns.has_edge_data());
+        assert_eq!(fns.resolved_abi("cuFuncGetParamInfo"), None);
+    }
+
+    #[test]
+    fn older_abis_are_listed_newest_first_below_the_newest() {
+        for old in OLDER_ABIS {
+            let newest = FUNCTIONS.iter().find(|f| f.name == old.name).expect("an entry of the table");
+            assert!(!newest.required, "{}: only optional entries have older ABIs", old.name);
+            assert!(old.abi_version < newest.abi_version, "{}", old.name);
+        }
+        assert_eq!(crate::audit::abi_versions("cuGraphExecUpdate"), [12000, 10020]);
+        assert_eq!(crate::audit::abi_versions("cuGraphGetEdges"), [12030, 10000]);
+    }
+
+    #[test]
+    fn the_loader_reads_the_version_at_the_tables_abi() {
+        let d = FUNCTIONS.iter().find(|f| f.name == "cuDriverGetVersion").expect("listed");
+        assert_eq!(d.abi_version, 2020, "loader.rs asks cuDriverGetVersion at 2020 before the table");
+    }
+}

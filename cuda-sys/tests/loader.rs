@@ -5,7 +5,9 @@
 //! with `WITH_V2`, `cuGetProcAddress_v2` (CUDA 12.0 ABI). Both hand out one
 //! generic stub for every symbol except `cuDriverGetVersion`, which reports
 //! `DRIVER_VERSION`, and the names in `MISSING_LIST`, which they do not find.
-//! Only `cuDriverGetVersion` is ever called.
+//! Only `cuDriverGetVersion` is ever called. These stand-ins ignore the
+//! requested version; the versioning contract is modelled by the driver
+//! double of `tests/driver_double.rs`.
 
 #![cfg(target_os = "linux")]
 

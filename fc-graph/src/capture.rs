@@ -439,8 +439,9 @@ impl<L> Capture<L> {
 
     /// Ends the capture into `graph`, an earlier capture of the same
     /// context: each segment whose topology matches the one at the same
-    /// position is updated in place with `cuGraphExecUpdate` (CUDA 12.0+
-    /// drivers; several times cheaper than instantiating), the others are
+    /// position is updated in place with `cuGraphExecUpdate` (its 12.0 ABI,
+    /// or the 10020 ABI of 11.x drivers; several times cheaper than
+    /// instantiating), the others are
     /// instantiated anew, and the breaks become the new capture's. The
     /// stream leaves capture either way. On error `graph` keeps its old
     /// pieces, but segments already updated in place carry the new

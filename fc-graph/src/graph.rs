@@ -89,9 +89,9 @@ impl GraphExec {
     /// destroyed (the executable keeps the source it was instantiated from,
     /// of the same topology).
     /// `Ok(false)`: the driver cannot (a different node count, a topology
-    /// the driver refuses, or a driver older than CUDA 12.0 without
-    /// `cuGraphExecUpdate`) and the caller still owns the graph, as on
-    /// error.
+    /// the driver refuses, or a driver without `cuGraphExecUpdate`; 11.x
+    /// drivers have its 10020 ABI, which [`update_in_place`] adapts) and
+    /// the caller still owns the graph, as on error.
     ///
     /// Whether the topologies match is settled first, so that a plainly
     /// different graph costs no failing driver call (a failed

@@ -352,7 +352,7 @@ int fc_graph_begin_live_ctx(fc_cuda_ctx *ctx, int mode, void *capture_live);
 fc_graph *fc_graph_end_ctx(fc_cuda_ctx *ctx);
 /* Ends the open capture into `graph`, an earlier graph of the same context,
  * instead of creating a new one: each segment whose topology matches is
- * updated in place (cuGraphExecUpdate, CUDA 12.0+ drivers; several times
+ * updated in place (cuGraphExecUpdate, every supported driver; several times
  * cheaper than instantiating), the others are instantiated anew, and the
  * breaks become the new capture's. `updated_in_place` (may be NULL)
  * receives how many segments were updated in place. Whether a segment's
@@ -501,7 +501,7 @@ size_t fc_buckets_for(const fc_buckets *buckets, size_t n);
  *   FC_CACHE_REFRESHED   the key was invalidated: record is captured again
  *                        and the key's executable graph updated in place
  *                        (cuGraphExecUpdate; segments whose topology
- *                        changed, or all on drivers before CUDA 12.0, are
+ *                        changed, or all on a driver without it, are
  *                        instantiated anew), then launched.
  *   FC_CACHE_EAGER_FAILED  capturing failed (an error inside the capture,
  *                        the record function returning non-zero under
