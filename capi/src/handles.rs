@@ -603,7 +603,7 @@ mod tests {
         };
         lookups(4);
         let records = super::hazard::record_count();
-        lookups(if cfg!(miri) { 80 } else { 200 });
+        lookups(if cfg!(miri) { 70 } else { 200 });
         // Other tests of this binary run threads meanwhile: allow for them.
         assert!(super::hazard::record_count() <= records + 64, "records grow with threads that exited");
         remove::<A>(as_handle::<CA>(h), "a").unwrap();
@@ -665,7 +665,7 @@ mod tests {
                 .collect(),
         );
         // Miri runs the same storm, smaller (it is ~10^4 times slower).
-        let (threads, rounds) = if cfg!(miri) { (4, 300) } else { (6, 50_000usize) };
+        let (threads, rounds) = if cfg!(miri) { (3, 60) } else { (6, 50_000usize) };
         let threads: Vec<_> = (0..threads)
             .map(|t| {
                 let shared = shared.clone();
@@ -713,7 +713,7 @@ mod tests {
 
     #[test]
     fn racing_frees_succeed_once() {
-        for _ in 0..if cfg!(miri) { 10 } else { 200 } {
+        for _ in 0..if cfg!(miri) { 4 } else { 200 } {
             let h = insert(A(1)).unwrap() as usize;
             let wins: usize = (0..4)
                 .map(|_| std::thread::spawn(move || remove::<A>(as_handle::<CA>(h), "a").is_ok() as usize))
@@ -752,7 +752,7 @@ mod tests {
 
     #[test]
     fn concurrent_insert_lookup_remove() {
-        let (threads, rounds) = if cfg!(miri) { (4, 100) } else { (8, 2000u32) };
+        let (threads, rounds) = if cfg!(miri) { (3, 30) } else { (8, 2000u32) };
         let threads: Vec<_> = (0..threads)
             .map(|t| {
                 std::thread::spawn(move || {
