@@ -24,6 +24,7 @@ python3 -m unittest discover -s bench -p 'test_*.py'
 cargo clippy --workspace --all-targets -q -- -D warnings
 cargo test --workspace --release
 scripts/asan-handles.sh
+scripts/miri.sh               # fc-graph and capi unit tests under Miri (installs the component; skips visibly)
 scripts/build.sh              # libfcgraph.so/.a and fcgraph, built as demo.sh and install.sh build them
 bash ctest/run.sh target/release
 bash ctest/install-check.sh

@@ -23,9 +23,79 @@
 //! one lookup and give it back when the call lets go; so do lookups beyond
 //! a thread's [`HAZARDS`] at once.
 //!
+//! # Why it is correct (the orderings, step by step)
+//!
+//! Names: `src` is the table slot a lookup reads (`Slot::current`), `h` a
+//! hazard slot, `p` the object. "S" is the single total order of all
+//! SeqCst fences; the rule used is C++20 [atomics.order]/4: if an atomic
+//! write W is sequenced before SeqCst fence X, SeqCst fence Y is sequenced
+//! before a read R of the same atomic, and X precedes Y in S, then R reads
+//! W or a write later than W in that atomic's modification order.
+//!
+//! A holder (lookup, [`Hazard::announce`] / [`fence`] / [`Hazard::confirm`]):
+//! - H1 `h.store(p, Release)` (p read from `src` just before, any order);
+//! - H2 SeqCst fence F_h;
+//! - H3 `q = src.load(Acquire)`; if `q != p`, back to H1 with `q`; else it
+//!   uses `*p` (reads only: the object's own fields, e.g. the generation);
+//! - H4 `h.store(null or the next object, Release)` when it lets go; every
+//!   store to any hazard slot is a release store (H1, H4).
+//!
+//! A reclaimer (`handles::remove` then [`retire`], or [`reclaim`]):
+//! - R1 takes `p` out of `src` (compare-and-swap; every place a lookup
+//!   reads `p` from), before R2 in program order;
+//! - R2 SeqCst fence F_r (in `retire`; `reclaim`'s fence comes after
+//!   `retire`'s F_r of the same object: `retire` pushes under the `PARKED`
+//!   mutex, `reclaim` takes it, so F_r(retire) happens before, hence
+//!   precedes in S, F_r(reclaim));
+//! - R3 reads every slot of every record with Acquire loads; destroys `p`
+//!   only if none holds `p`, else parks it (and a later R2/R3 retries).
+//!
+//! Claim: when R3 destroys `p`, every use of `*p` under a hazard happens
+//! before the destruction. Take a holder whose H3 confirmed `p`. Either:
+//! - F_r precedes F_h in S. R1 is sequenced before F_r and H3 after F_h,
+//!   so H3 reads R1's write or a later one: not `p` from the entry that R1
+//!   took out. (If the address `p` was freed and reused by a new object
+//!   stored into `src` later, H3 confirms that new object, which is then
+//!   the `p` of this argument for the new object's own reclaimer; the
+//!   generation check in `handles` tells the two apart.) So this case
+//!   cannot confirm the retired object.
+//! - F_h precedes F_r in S. H1 is sequenced before F_h and R3's load of
+//!   `h` after F_r, so R3 reads H1's `p` (then it parks, does not destroy)
+//!   or a later store to `h`: an H1 or H4 of the same holder, all release
+//!   stores sequenced after its use of `*p`. R3's acquire load reading it
+//!   synchronizes with it, so the use happens before R3, hence before the
+//!   destruction. This is why H1 must be a release store: a relaxed
+//!   re-announce (the bug Miri found) leaves R3 unordered with the use.
+//!   A later store by another thread that took the record over is ordered
+//!   after the holder's too: the holder cleared its slots (H4) before its
+//!   release store of `owned = false`, which the next owner's acquire CAS
+//!   reads.
+//!
+//! The records R3 walks: a record is initialised, then published by a
+//! release CAS on `RECORDS` (and its `next` written before that CAS); the
+//! walk starts with an acquire load of `RECORDS`. The holder's record was
+//! published before its H1 (it took the record first), so by the same
+//! fence rule, if F_h precedes F_r in S the walk reads that CAS or a later
+//! one; later CASes are read-modify-writes, which continue the release
+//! sequence, so the walk reaches the holder's record, initialised.
+//!
+//! Records and slots: a record is held by one thread at a time (`owned`,
+//! taken with an acquire CAS, given back with a release store after its
+//! slots are cleared), and a slot by one [`Hazard`] at a time (`Local::used`,
+//! this thread only). `PARKED_COUNT` is read relaxed after each call only
+//! as a hint: a stale 0 delays a destruction to a later call, never
+//! makes one early (the scan decides, under the mutex, after its fence).
+//!
+//! Checked by `scripts/miri.sh` (Miri's data-race and Stacked Borrows
+//! checks over this module's and `handles`'s tests, several schedules) and
+//! by AddressSanitizer (`scripts/asan-handles.sh`).
+//!
 //! Why not a crate: `arc-swap` (the previous implementation) takes two
 //! atomic read-modify-writes per lookup (its debt slot and the payback);
-//! `haphazard` takes a record operation per hazard pointer. On an H200
+//! `haphazard` takes a record operation per hazard pointer; epoch schemes
+//! (`crossbeam-epoch`, `seize`) destroy a freed object at some later
+//! collection, while a C caller expects `fc_buffer_free` to release the
+//! device memory by the end of the call that last used it. On an H200
 //! host, one lookup with release as the C ABI makes it costs 18-20 ns with
 //! arc-swap and 10.6-12 ns with this module (GPU runs 35-36, `handle_ab`).
 
@@ -36,11 +106,11 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// Hazard slots per thread record (a call looks up at most a few handles).
+/// At most 8 (`Local::used` is a `u8` bit set) and a power of two.
 const HAZARDS: usize = 8;
+const _: () = assert!(HAZARDS <= 8 && HAZARDS.is_power_of_two());
 
-/// One thread's hazard slots (`hazards` first: a hazard of a record taken
-/// for one lookup finds its record from its slot's address).
-#[repr(C)]
+/// One thread's hazard slots.
 struct Record {
     hazards: [AtomicPtr<()>; HAZARDS],
     /// Whether a thread (or a single exiting-thread lookup) holds the record.
@@ -129,10 +199,13 @@ thread_local! {
 /// destroyed until the hazard is dropped. Not `Send`: the slot belongs to
 /// this thread's record.
 pub(crate) struct Hazard {
-    slot: &'static AtomicPtr<()>,
-    /// The slot's bit in `Local::used`, or [`ALONE`]: the slot is the first
-    /// of a record taken for this hazard alone (an exiting thread, or all
-    /// of the thread's slots in use).
+    /// The record the slot is in (a reference to the whole record, so the
+    /// slot and the record's `owned` flag are both reachable from it).
+    record: &'static Record,
+    /// The slot's index in `record.hazards`, which is also its bit in
+    /// `Local::used`, or [`ALONE`]: the slot is the first of a record taken
+    /// for this hazard alone (an exiting thread, or all of the thread's
+    /// slots in use).
     bit: u8,
     _not_send: PhantomData<*const ()>,
 }
@@ -148,9 +221,11 @@ impl Hazard {
             let record = unsafe { local.record.get().as_ref() }?;
             let used = local.used.get();
             let bit = (!used).trailing_zeros() as usize;
-            let slot = record.hazards.get(bit)?;
+            if bit >= HAZARDS {
+                return None;
+            }
             local.used.set(used | 1 << bit);
-            Some(Hazard { slot, bit: bit as u8, _not_send: PhantomData })
+            Some(Hazard { record, bit: bit as u8, _not_send: PhantomData })
         });
         match own {
             Ok(Some(hazard)) => hazard,
@@ -178,16 +253,27 @@ impl Hazard {
         if first == Ok(true) {
             return Hazard::new();
         }
-        let record = acquire_record();
-        Hazard { slot: &record.hazards[0], bit: ALONE, _not_send: PhantomData }
+        Hazard { record: acquire_record(), bit: ALONE, _not_send: PhantomData }
+    }
+
+    /// This hazard's slot.
+    #[inline]
+    fn slot(&self) -> &'static AtomicPtr<()> {
+        // `% HAZARDS` maps ALONE to slot 0 (HAZARDS is a power of two, so
+        // this is a mask, and the index needs no bounds check).
+        &self.record.hazards[usize::from(self.bit) % HAZARDS]
     }
 
     /// Announces `p` (read from a source) without the fence: a batch of
     /// lookups announces each, then calls [`fence`] once, then
     /// [`Hazard::confirm`]s each.
+    ///
+    /// A release store (step H1 of the module doc): a reclaimer whose scan
+    /// reads this value is ordered after every use this thread made of
+    /// what the slot protected before.
     #[inline]
     pub(crate) fn announce<T>(&self, p: *mut T) {
-        self.slot.store(p.cast(), Ordering::Relaxed);
+        self.slot().store(p.cast(), Ordering::Release);
     }
 
     /// After [`announce`](Hazard::announce)`(seen)` and a [`fence`]: the
@@ -207,7 +293,7 @@ impl Hazard {
     pub(crate) fn protect<T>(&self, src: &AtomicPtr<T>) -> *mut T {
         let mut p = src.load(Ordering::Relaxed);
         loop {
-            self.slot.store(p.cast(), Ordering::Relaxed);
+            self.announce(p);
             self::fence();
             let now = src.load(Ordering::Acquire);
             if now == p {
@@ -218,9 +304,10 @@ impl Hazard {
     }
 }
 
-/// Between announcing hazards and confirming them. Pairs with the fence
-/// in `retire` / `reclaim`: either their scan sees an announced slot, or
-/// the confirming load sees the object gone.
+/// Between announcing hazards and confirming them (step H2 of the module
+/// doc). Pairs with the fence in `retire` / `reclaim` (R2): either their
+/// scan sees an announced slot, or the confirming load sees the object
+/// gone.
 #[inline]
 pub(crate) fn fence() {
     std::sync::atomic::fence(Ordering::SeqCst);
@@ -229,12 +316,10 @@ pub(crate) fn fence() {
 impl Drop for Hazard {
     #[inline]
     fn drop(&mut self) {
-        self.slot.store(ptr::null_mut(), Ordering::Release);
+        // H4: release, like every store to a slot.
+        self.slot().store(ptr::null_mut(), Ordering::Release);
         if self.bit == ALONE {
-            // SAFETY: an ALONE hazard's slot is the first field of its
-            // record (`repr(C)`), and records are never freed.
-            let record = unsafe { &*(self.slot as *const AtomicPtr<()>).cast::<Record>() };
-            record.owned.store(false, Ordering::Release);
+            self.record.owned.store(false, Ordering::Release);
         } else {
             let bit = self.bit;
             let _ = LOCAL.try_with(|local| local.used.set(local.used.get() & !(1 << bit)));

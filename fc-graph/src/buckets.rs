@@ -349,6 +349,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "20000 ladders take hours under Miri; safe arithmetic only, run natively")]
     fn exhaustive_properties() {
         for max in 1..=20000 {
             let b = token_buckets(&cfg(max, Some(max)));

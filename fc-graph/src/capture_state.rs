@@ -306,6 +306,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "reads /proc/self/task/<tid>/comm: Miri isolates the host")]
     fn thread_ids_are_cached_and_names_read_by_id() {
         let (tid_tx, tid_rx) = std::sync::mpsc::channel();
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();

@@ -680,6 +680,7 @@ $L__BB0_2:
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "parses every prefix of a module (quadratic): too slow under Miri; no unsafe code")]
     fn no_panic_on_prefixes() {
         let src =
             format!("{NVCC_ADD}\n.entry k(.param .align 8 .b8 p[16], .param .u64 .ptr .global .align 4 q)\n{{ ret; }}");
