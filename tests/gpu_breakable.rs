@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use fc_graph::buckets::{padded_tail_range, real_rows, BucketError, BucketedRunner};
+use fc_graph::cache::{CacheConfig, GraphCache, Outcome};
 use fc_graph::ptx_params::ParamKind;
 use fc_graph::{
     Capture, CaptureMode, Context, DeviceBuffer, Error, Graph, Kernel, KernelArg, LaunchConfig, Module, Origin,
@@ -1059,6 +1060,125 @@ fn nested_break_inner_passes_through() -> TestResult {
 }
 
 // ---------------------------------------------------------------------------
+// Concurrent replays of one graph with a break (issue 17: no latch)
+// ---------------------------------------------------------------------------
+
+/// Four threads replay one graph that holds a break, several rounds, with
+/// all four inside the break function at once and leaving it in a
+/// staggered order (the interleaving that left a per-context "in a break"
+/// flag set for good). Inside its break each thread must be refused a new
+/// capture ("inside a break"), while the main thread, in no break, may open
+/// and close one meanwhile. After every round the context must record a
+/// new graph, replay it correctly, and serve a graph-cache capture.
+fn concurrent_break_replays_leave_no_latch() -> TestResult {
+    use std::sync::Barrier;
+    const THREADS: usize = 4;
+    const ROUNDS: usize = 5;
+    let Rig { ctx, relu: relu_k, mut rng, .. } = rig(17)?;
+    let n = 8 * 16;
+    let (xv, wv) = (rng.floats(n), rng.floats(n));
+    let x = upload(&ctx, &xv)?;
+    let w = upload(&ctx, &wv)?;
+    let (h, r, out) = (alloc_f32(&ctx, n)?, alloc_f32(&ctx, n)?, alloc_f32(&ctx, n)?);
+    // Barriers of the break function: all threads (and main) inside, main
+    // done with its capture, then the threads leave one by one.
+    let inside = Arc::new(Barrier::new(THREADS + 1));
+    let main_done = Arc::new(Barrier::new(THREADS + 1));
+    let breaks_run = Arc::new(AtomicUsize::new(0));
+    let gating = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // What each break saw: (in_break, begin refused "inside a break").
+    let seen: Arc<Mutex<Vec<(bool, bool)>>> = Arc::new(Mutex::new(Vec::new()));
+
+    let mut cap = ctx.begin_breakable::<usize>(CaptureMode::ThreadLocal)?;
+    ctx.mul(&x, &w, &h, n)?;
+    {
+        let (h, r, relu_k) = (h.clone(), r.clone(), relu_k.clone());
+        let (inside, main_done, breaks_run, gating, seen) =
+            (inside.clone(), main_done.clone(), breaks_run.clone(), gating.clone(), seen.clone());
+        cap.brk(&0, move |ctx: &Context, thread: &usize| {
+            breaks_run.fetch_add(1, Ordering::SeqCst);
+            let refused = matches!(
+                ctx.begin_capture(CaptureMode::ThreadLocal).map(|_| ()),
+                Err(Error::CaptureState(ref m)) if m.contains("inside a break")
+            );
+            if let Ok(mut s) = seen.lock() {
+                s.push((ctx.in_break(), refused));
+            }
+            if gating.load(Ordering::SeqCst) {
+                inside.wait();
+                main_done.wait();
+                // Leave in a staggered order: thread 0 first, thread 3 last.
+                std::thread::sleep(std::time::Duration::from_millis(2 * *thread as u64));
+            }
+            launch_relu(&relu_k, ctx, &h, &r, n)
+        })?;
+    }
+    ctx.mul(&r, &w, &out, n)?;
+    let graph = Arc::new(cap.end()?);
+    ensure!(graph.segment_count() == 3, "segment_count {} (want 3)", graph.segment_count());
+    let want: Vec<f32> = (0..n).map(|i| relu(xv[i] * wv[i]) * wv[i]).collect();
+    ensure!(seen.lock().map_err(fail)?.len() == 1, "the break ran once at capture");
+    seen.lock().map_err(fail)?.clear();
+    gating.store(true, Ordering::SeqCst);
+
+    let sum_want: Vec<f32> = (0..n).map(|i| xv[i] + wv[i]).collect();
+    for round in 0..ROUNDS {
+        let replays: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let graph = graph.clone();
+                std::thread::Builder::new()
+                    .name(format!("fc-replay-{t}"))
+                    .spawn(move || graph.replay(&t).map_err(|e| e.to_string()))
+                    .map_err(fail)
+            })
+            .collect::<Result<_, _>>()?;
+        inside.wait();
+        // All four threads are inside their break: this thread is not, and
+        // may open (and close) a capture meanwhile.
+        ensure!(!ctx.in_break(), "round {round}: the main thread counts as inside another thread's break");
+        let empty = ctx.begin_capture(CaptureMode::ThreadLocal).and_then(|c| c.end());
+        main_done.wait();
+        let empty = empty.map_err(|e| fail(format!("round {round}: begin while other threads' breaks ran: {e}")))?;
+        ensure!(empty.node_count()? == 0, "round {round}: the empty capture recorded work");
+        for (t, j) in replays.into_iter().enumerate() {
+            j.join()
+                .map_err(|_| fail(format!("round {round}: replay thread {t} panicked")))?
+                .map_err(|e| fail(format!("round {round}: replay on thread {t}: {e}")))?;
+        }
+        ctx.synchronize()?;
+        assert_same(&format!("round {round}: output after 4 concurrent replays"), &download(&out, n)?, &want)?;
+
+        // No latch: a new recording on the same context, replayed.
+        ensure!(!ctx.in_break() && !ctx.capture_open(), "round {round}: a break or capture mark was left");
+        let sum = alloc_f32(&ctx, n)?;
+        let again = ctx
+            .begin_capture(CaptureMode::ThreadLocal)
+            .map_err(|e| fail(format!("round {round}: begin after the concurrent replays: {e}")))?;
+        ctx.add(&x, &w, &sum, n)?;
+        let g2 = again.end().map_err(|e| fail(format!("round {round}: end: {e}")))?;
+        g2.launch()?;
+        ctx.synchronize()?;
+        assert_same(&format!("round {round}: the new recording"), &download(&sum, n)?, &sum_want)?;
+
+        // And the graph cache captures on it (a new key each round).
+        let cache: GraphCache<usize> = GraphCache::new(&ctx, CacheConfig::default())?;
+        let cached = alloc_f32(&ctx, n)?;
+        let o = cache.run(&round, &(), |rec| rec.context().add(&x, &w, &cached, n))?;
+        ensure!(o == Outcome::Captured, "round {round}: graph cache after the replays: {o:?} (want Captured)");
+        ctx.synchronize()?;
+        assert_same(&format!("round {round}: the cache's graph"), &download(&cached, n)?, &sum_want)?;
+    }
+    let runs = breaks_run.load(Ordering::SeqCst);
+    ensure!(runs == 1 + THREADS * ROUNDS, "break ran {runs} times (want {})", 1 + THREADS * ROUNDS);
+    let seen = seen.lock().map_err(fail)?.clone();
+    ensure!(
+        seen.len() == THREADS * ROUNDS && seen.iter().all(|&(in_break, refused)| in_break && refused),
+        "each replay's break must see in_break and a refused begin: {seen:?}"
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
 // TestPoolReuseAcrossCaptures and pool addresses
 // ---------------------------------------------------------------------------
 
@@ -1461,6 +1581,7 @@ fn main() {
             t("break_reads_live_scalar_not_frozen_arg", break_reads_live_scalar_not_frozen_arg),
             t("break_point_computed_out_shape", break_point_computed_out_shape),
             t("nested_break_inner_passes_through", nested_break_inner_passes_through),
+            t("concurrent_break_replays_leave_no_latch", concurrent_break_replays_leave_no_latch),
             t("same_and_smaller_captures_reuse_pool", same_and_smaller_captures_reuse_pool),
             t("capture_pool_addresses_stable_across_replays", capture_pool_addresses_stable_across_replays),
             t("user_kernel_signature_eager_and_captured", user_kernel_signature_eager_and_captured),

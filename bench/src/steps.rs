@@ -638,9 +638,8 @@ impl BareExec {
         let source = bare_capture(d, rig, k)?;
         let mut exec: CUgraphExec = std::ptr::null_mut();
         // SAFETY: live graph, valid out-pointer.
-        if let Err(e) =
-            ok("cuGraphInstantiateWithFlags", unsafe { (d.cuGraphInstantiateWithFlags)(&mut exec, source, 0) })
-        {
+        let res = unsafe { (d.cuGraphInstantiateWithFlags)(&mut exec, source, 0) };
+        if let Err(e) = ok("cuGraphInstantiateWithFlags", res) {
             // SAFETY: ours, destroyed once.
             unsafe { (d.cuGraphDestroy)(source) };
             return Err(e);

@@ -307,8 +307,8 @@ mod tests {
         assert_eq!(o, -1, "outcome is -1 on failure");
         assert_eq!(fc_graph_cache_invalidate(std::ptr::null_mut(), 1), header::FC_ERR_INVALID_ARGUMENT as c_int);
         let mut s = c_stats(&CacheStats::default());
-        // SAFETY: valid out-pointer.
         assert_eq!(
+            // SAFETY: valid out-pointer.
             unsafe { fc_graph_cache_stats_get(std::ptr::null(), &mut s) },
             header::FC_ERR_INVALID_ARGUMENT as c_int
         );

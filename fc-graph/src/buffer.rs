@@ -192,26 +192,45 @@ impl DeviceBuffer {
         self.ctx.device_id()
     }
 
-    fn check_len<T>(&self, len: usize, what: &str) -> Result<usize> {
-        let bytes = len
-            .checked_mul(std::mem::size_of::<T>())
-            .ok_or_else(|| Error::invalid(format!("{what}: size overflows")))?;
+    fn check_len(&self, bytes: usize, what: &str) -> Result<()> {
         if bytes > self.size {
             return Err(Error::BufferTooSmall(format!("{what} of {bytes} bytes into a buffer of {} bytes", self.size)));
         }
-        Ok(bytes)
+        Ok(())
     }
 
     /// Copies `src` to the start of the buffer and waits for the copy (and
     /// the work queued before it on the context's stream).
-    pub fn upload<T: Copy>(&self, src: &[T]) -> Result<()> {
-        let bytes = self.check_len::<T>(src.len(), "upload")?;
+    ///
+    /// `T` must be plain data without padding or other uninitialised bytes
+    /// ([`bytemuck::NoUninit`]: numbers, arrays of them, `#[repr(C)]`
+    /// structs deriving it), since its bytes are read as they are. A type
+    /// with padding does not compile:
+    ///
+    /// ```compile_fail,E0277
+    /// # fn demo(buf: &fc_graph::DeviceBuffer) -> fc_graph::Result<()> {
+    /// #[derive(Clone, Copy)]
+    /// #[repr(C)]
+    /// struct Padded {
+    ///     tag: u8, // followed by 3 padding bytes
+    ///     value: u32,
+    /// }
+    /// buf.upload(&[Padded { tag: 1, value: 2 }])?; // refused: padding is uninitialised
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn upload<T: bytemuck::NoUninit>(&self, src: &[T]) -> Result<()> {
+        let src: &[u8] = bytemuck::try_cast_slice(src)
+            .map_err(|e| Error::invalid(format!("upload: cannot view the source as bytes: {e}")))?;
+        let bytes = src.len();
+        self.check_len(bytes, "upload")?;
         self.ctx.ensure_not_capturing("upload")?;
         let stream = self.ctx.inner.stream;
         let ptr = self.ptr;
         self.ctx.shielded(|d| {
-            // SAFETY: `src` holds `bytes` bytes; the buffer holds at least that
-            // many; the stream is synchronized before `src` can go away.
+            // SAFETY: `src` holds `bytes` initialised bytes; the buffer holds
+            // at least that many; the stream is synchronized before `src`
+            // can go away.
             check("cuMemcpyHtoDAsync", unsafe { (d.cuMemcpyHtoDAsync)(ptr, src.as_ptr().cast(), bytes, stream) })?;
             // SAFETY: our stream.
             check("cuStreamSynchronize", unsafe { (d.cuStreamSynchronize)(stream) })
@@ -220,15 +239,42 @@ impl DeviceBuffer {
 
     /// Copies the start of the buffer into `dst`, after the work queued
     /// before it on the context's stream.
-    pub fn download<T: Copy>(&self, dst: &mut [T]) -> Result<()> {
-        let bytes = self.check_len::<T>(dst.len(), "download")?;
+    ///
+    /// `T` must be valid for any bit pattern ([`bytemuck::AnyBitPattern`]:
+    /// integers, floats, arrays and plain structs of them), since the
+    /// device's bytes are written into it as they are:
+    ///
+    /// ```no_run
+    /// # fn demo(buf: &fc_graph::DeviceBuffer) -> fc_graph::Result<()> {
+    /// let mut flags = [0u8; 4];
+    /// buf.download(&mut flags)?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// A `bool` (only 0 and 1 are valid), `char`, reference or enum does
+    /// not compile:
+    ///
+    /// ```compile_fail,E0277
+    /// # fn demo(buf: &fc_graph::DeviceBuffer) -> fc_graph::Result<()> {
+    /// let mut flags = [false; 4];
+    /// buf.download(&mut flags)?; // refused: a byte 2 would be an invalid bool
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn download<T: bytemuck::AnyBitPattern>(&self, dst: &mut [T]) -> Result<()> {
+        let bytes = std::mem::size_of_val(dst);
+        self.check_len(bytes, "download")?;
         self.ctx.ensure_not_capturing("download")?;
         let stream = self.ctx.inner.stream;
         let ptr = self.ptr;
+        let dst = dst.as_mut_ptr();
         self.ctx.shielded(|d| {
-            // SAFETY: `dst` holds `bytes` bytes of plain data (`T: Copy`); the
-            // stream is synchronized before `dst` is released.
-            check("cuMemcpyDtoHAsync", unsafe { (d.cuMemcpyDtoHAsync)(dst.as_mut_ptr().cast(), ptr, bytes, stream) })?;
+            // SAFETY: `dst` is valid for `bytes` bytes of writes (the whole
+            // slice, borrowed mutably for this call), and any bytes the
+            // device holds make valid `T`s (`T: AnyBitPattern`); the stream
+            // is synchronized before the borrow ends.
+            check("cuMemcpyDtoHAsync", unsafe { (d.cuMemcpyDtoHAsync)(dst.cast(), ptr, bytes, stream) })?;
             // SAFETY: our stream.
             check("cuStreamSynchronize", unsafe { (d.cuStreamSynchronize)(stream) })
         })

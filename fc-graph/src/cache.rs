@@ -609,7 +609,7 @@ fn pool_delta<T>(ctx: &Context, f: impl FnOnce() -> Result<T>) -> Result<(T, isi
 
 /// Refuses a call that must capture while the context cannot begin one.
 fn check_context(ctx: &Context) -> Result<()> {
-    lock(&ctx.inner.capture_state).check_can_begin().map_err(|e| {
+    ctx.check_can_begin().map_err(|e| {
         Error::capture_state(format!(
             "the graph cache cannot capture now: {}",
             e.to_string().trim_start_matches("capture state: ")

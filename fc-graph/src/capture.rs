@@ -43,10 +43,11 @@ impl<L> Recording<L> {
     /// Opens a capture on `ctx`'s stream: refused while another capture is
     /// open on the context or one of its break functions runs.
     pub(crate) fn begin(ctx: &Context, mode: CaptureMode) -> Result<Recording<L>> {
+        let in_break = ctx.in_break();
         let mut state = lock(&ctx.inner.capture_state);
-        state.check_can_begin()?;
+        state.check_can_begin(in_break)?;
         begin_segment(ctx, mode)?;
-        state.begin(ThreadTag::current_tid())?;
+        state.begin(ThreadTag::current_tid(), in_break)?;
         Ok(Recording { mode, pieces: Vec::new(), segment_open: true, failed: None, run_breaks: true })
     }
 
@@ -89,7 +90,7 @@ impl<L> Recording<L> {
             Ok(seg) => self.pieces.push(Pending::Segment(seg)),
             Err(e) => return Err(self.fail(e)),
         }
-        let ran = if self.run_breaks { ctx.run_break(|| f(ctx, live)) } else { Ok(()) };
+        let ran = if self.run_breaks { ctx.run_capture_break(|| f(ctx, live)) } else { Ok(()) };
         self.pieces.push(Pending::Break(f));
         // Reopen the next segment even after a failed break, so that work
         // queued before `end` is recorded (and discarded), never run eagerly.

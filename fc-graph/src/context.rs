@@ -20,7 +20,7 @@ use cuda_sys::*;
 
 use crate::builtins::Builtins;
 use crate::capture::Recording;
-use crate::capture_state::CaptureState;
+use crate::capture_state::{self, CaptureState, CtxKey};
 use crate::device::Device;
 use crate::driver::{bound, check, driver, shielded, CaptureShield, RawCtx};
 use crate::error::{Error, Result};
@@ -106,10 +106,9 @@ pub(crate) struct ContextInner {
     /// that cannot keep a [`crate::Capture`] guard (the C API).
     pub(crate) held: Mutex<Option<Recording<LivePtr>>>,
     /// The live value breaks of the held capture receive while it records.
+    /// (The live value of a held-capture break function running now is
+    /// per thread: [`capture_state::run_with_live`].)
     pub(crate) capture_live: AtomicPtr<c_void>,
-    /// The live value of the held-capture break function running now (what
-    /// a pass-through break inside it receives).
-    pub(crate) running_live: AtomicPtr<c_void>,
 }
 
 // SAFETY: CUcontext and CUstream are driver handles that the driver allows
@@ -215,7 +214,6 @@ impl Context {
                 pool: Mutex::new(PoolAllocator::default()),
                 held: Mutex::new(None),
                 capture_live: AtomicPtr::new(std::ptr::null_mut()),
-                running_live: AtomicPtr::new(std::ptr::null_mut()),
                 pdl_switch: AtomicBool::new(true),
                 segment: SegmentTrace::default(),
             }),
@@ -322,31 +320,55 @@ impl Context {
         lock(&self.inner.capture_state).is_recording()
     }
 
-    /// Whether a break function of this context is running (while a
-    /// capture records it, or during a replay).
+    /// Whether the calling thread is running a break function of this
+    /// context (at capture or at replay; other threads' breaks do not count).
     pub fn in_break(&self) -> bool {
-        lock(&self.inner.capture_state).in_break()
+        capture_state::thread_in_break(self.key())
     }
 
-    /// Whether a break reached now just runs its function: no capture is
-    /// open, or another break's function is running (no nested split).
+    /// Whether a break reached now just runs its function: the stream does
+    /// not record (no capture open, or one of its break functions runs at
+    /// capture time), or the calling thread is inside a break function of
+    /// this context (no nested split).
     pub fn break_passes_through(&self) -> bool {
-        lock(&self.inner.capture_state).break_passes_through()
+        lock(&self.inner.capture_state).break_passes_through(self.in_break())
     }
 
-    /// Runs a break function with the context marked as inside a break (at
-    /// capture and at replay): nested breaks pass through and no capture
-    /// may begin meanwhile. The mark is restored even if `f` fails.
+    /// Refuses a capture now: one is open, or the calling thread is inside
+    /// a break function of this context.
+    pub(crate) fn check_can_begin(&self) -> Result<()> {
+        lock(&self.inner.capture_state).check_can_begin(self.in_break())
+    }
+
+    /// This context's key in the per-thread break frames.
+    pub(crate) fn key(&self) -> CtxKey {
+        Arc::as_ptr(&self.inner) as CtxKey
+    }
+
+    /// Runs a break function with the calling thread marked as inside a
+    /// break of this context (at capture and at replay): on this thread,
+    /// nested breaks pass through and no capture may begin meanwhile; other
+    /// threads are not affected. The mark is the thread's own (a frame on
+    /// its stack), gone when `f` returns or unwinds, so overlapping replays
+    /// on several threads cannot leave it set.
     pub(crate) fn run_break<T>(&self, f: impl FnOnce() -> T) -> T {
-        let was = lock(&self.inner.capture_state).enter_break();
-        struct Restore<'a>(&'a Context, bool);
-        impl Drop for Restore<'_> {
+        capture_state::run_as_break(self.key(), f)
+    }
+
+    /// Runs a break function of the open capture at capture time: the
+    /// stream is out of capture meanwhile (its segment ended), so the
+    /// context does not record until `f` returns or unwinds; the thread is
+    /// marked as in [`Context::run_break`].
+    pub(crate) fn run_capture_break<T>(&self, f: impl FnOnce() -> T) -> T {
+        lock(&self.inner.capture_state).pause();
+        struct Resume<'a>(&'a Context);
+        impl Drop for Resume<'_> {
             fn drop(&mut self) {
-                lock(&self.0.inner.capture_state).leave_break(self.1);
+                lock(&self.0.inner.capture_state).resume();
             }
         }
-        let _restore = Restore(self, was);
-        f()
+        let _resume = Resume(self);
+        self.run_break(f)
     }
 
     /// Refuses stream-synchronous work while a capture is open.

@@ -420,6 +420,14 @@ impl<L> Graph<L> {
     /// with `live`. Returns before the device work finishes. If a break
     /// fails, the replay stops there: later pieces are not launched, work
     /// already queued still runs.
+    ///
+    /// Threads: a graph may be replayed from several threads at once. A
+    /// break function marks only the thread running it as inside a break
+    /// (no capture may begin from inside it); other threads may begin a
+    /// capture meanwhile, and a replay that finds, after one of its break
+    /// functions, that the context began recording stops there with
+    /// [`Error::CaptureState`] rather than launching its remaining
+    /// segments into that capture.
     pub fn replay(&self, live: &L) -> Result<()> {
         self.ctx.ensure_not_capturing("replay a graph")?;
         let stream = self.ctx.stream();
@@ -427,7 +435,16 @@ impl<L> Graph<L> {
             match piece {
                 Piece::Segment(Some(exec)) => exec.launch(stream)?,
                 Piece::Segment(None) | Piece::Reuse(_) => {}
-                Piece::Break(f) => self.ctx.run_break(|| f(&self.ctx, live))?,
+                Piece::Break(f) => {
+                    self.ctx.run_break(|| f(&self.ctx, live))?;
+                    if self.ctx.is_capturing() {
+                        return Err(Error::capture_state(
+                            "a capture began on this context (on another thread) while this replay ran a break \
+                             function; the rest of the replay was not launched, so that it is not recorded into \
+                             that capture",
+                        ));
+                    }
+                }
             }
         }
         Ok(())

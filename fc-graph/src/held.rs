@@ -16,6 +16,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard, TryLockError};
 
 use crate::capture::{retry_invalidated, Recaptured, Recording};
+use crate::capture_state;
 use crate::context::{CaptureMode, Context, LivePtr};
 use crate::error::{Error, Result};
 use crate::graph::{Graph, UpdateReport};
@@ -85,23 +86,18 @@ impl Context {
     }
 
     /// The live value a pass-through break receives now: that of the held
-    /// capture's break function running on this context, or null.
+    /// capture's break function of this context running on the calling
+    /// thread (innermost), or null. Per thread: replays on other threads
+    /// neither see nor change it.
     pub fn running_live(&self) -> LivePtr {
-        LivePtr(self.inner.running_live.load(Ordering::SeqCst))
+        LivePtr(capture_state::thread_running_live(self.key()))
     }
 
-    /// Runs `f` with `live` published as the running live value (what a
-    /// pass-through [`Context::break_held`] hands its function).
+    /// Runs `f` with `live` published as the calling thread's running live
+    /// value (what a pass-through [`Context::break_held`] on this thread
+    /// hands its function), until `f` returns or unwinds.
     pub(crate) fn with_running_live<T>(&self, live: LivePtr, f: impl FnOnce() -> T) -> T {
-        let previous = self.inner.running_live.swap(live.0, Ordering::SeqCst);
-        struct Restore<'a>(&'a Context, *mut std::os::raw::c_void);
-        impl Drop for Restore<'_> {
-            fn drop(&mut self) {
-                self.0.inner.running_live.store(self.1, Ordering::SeqCst);
-            }
-        }
-        let _restore = Restore(self, previous);
-        f()
+        capture_state::run_with_live(self.key(), live.0, f)
     }
 
     /// A break in the held capture: while it records, ends the current

@@ -384,8 +384,9 @@ typedef int (*fc_break_fn)(fc_cuda_ctx *ctx, void *live, void *user);
 
 /* A break. While ctx captures: ends the current segment, runs fn once now,
  * records it and opens the next segment (N breaks give 2N+1 pieces).
- * Outside a capture, or while another break's function runs, it just calls
- * fn(ctx, NULL or the running break's live pointer, user). If fn fails,
+ * Outside a capture, or inside another break function of ctx on the
+ * calling thread, it just calls fn(ctx, live, user), `live` being that of
+ * the break function running on this thread (NULL if none). If fn fails,
  * FC_ERR_CALLBACK is returned and the capture is spoiled: fc_graph_end_ctx
  * then returns NULL (work queued meanwhile is recorded, never run). */
 int fc_graph_break_ctx(fc_cuda_ctx *ctx, fc_break_fn fn, void *user);
@@ -417,8 +418,13 @@ int fc_graph_capture_tries(const fc_graph *graph);
  * work is queued; use fc_sync_ctx to wait for it. If a break function
  * fails (FC_ERR_CALLBACK), the replay stops there: later pieces are not
  * launched; work already queued still runs. While a break function runs,
- * fc_graph_begin_ctx on its context is refused. A graph may be launched
- * from several threads; launches are queued in the order they are made.
+ * fc_graph_begin_ctx on its context is refused on the thread running it
+ * (other threads are not affected, and nothing is left behind when it
+ * returns). A graph may be launched from several threads at once; launches
+ * are queued in the order they are made. A launch that finds, after one of
+ * its break functions, that another thread began a capture on the context
+ * stops there with FC_ERR_CAPTURE_STATE rather than launching the rest
+ * into that capture.
  * Refused with FC_ERR_CAPTURE_STATE while its context captures. */
 int fc_graph_launch(fc_graph *graph);
 int fc_graph_launch_live(fc_graph *graph, void *live);
@@ -544,8 +550,8 @@ size_t fc_buckets_for(const fc_buckets *buckets, size_t n);
  * queued on the context's stream is recorded: threads sharing the context
  * must not queue work meanwhile (route the context's work through one
  * cache). A call that must capture (or run eagerly) is refused with
- * FC_ERR_CAPTURE_STATE while another capture is open on the context or one
- * of its break functions runs. */
+ * FC_ERR_CAPTURE_STATE while another capture is open on the context or the
+ * calling thread is inside one of its break functions. */
 #define FC_CACHE_HIT 0
 #define FC_CACHE_CAPTURED 1
 #define FC_CACHE_WARMED_UP 2

@@ -162,7 +162,10 @@ fn end_capture<'d>(stream: &Stream<'d>) -> Result<Graph<'d>, Failure> {
     let mut raw: CUgraph = ptr::null_mut();
     // SAFETY: our capturing stream and a valid out-pointer.
     let rc = unsafe { (d.cuStreamEndCapture)(stream.raw, &mut raw) };
-    let graph = (!raw.is_null()).then_some(Graph { d, raw });
+    // A `Graph` destroys its handle on drop, so one is made only for a
+    // non-null handle (`then_some` would build, and drop, one for NULL too:
+    // `cuGraphDestroy(NULL)`).
+    let graph = if raw.is_null() { None } else { Some(Graph { d, raw }) };
     check(d, "cuStreamEndCapture", rc)?;
     graph.ok_or_else(|| Failure("cuStreamEndCapture returned no graph".into()))
 }
