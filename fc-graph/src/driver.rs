@@ -148,17 +148,12 @@ impl ContextBinding {
         if let Some(gate) = unsafe { ctx.gate.as_ref() } {
             gate.enter();
         }
+        // Made before the push, so that a failed push leaves the gate again.
+        let mut binding = ContextBinding { pushed: false, gate: ctx.gate };
         // SAFETY: `ctx` is a live context the caller holds a reference to.
-        let pushed = Failed::check("cuCtxPushCurrent", unsafe { (d.cuCtxPushCurrent)(ctx.raw) });
-        let binding = ContextBinding { pushed: true, gate: ctx.gate };
-        match pushed {
-            Ok(()) => Ok(binding),
-            Err(f) => {
-                let unpushed = ContextBinding { pushed: false, ..binding };
-                drop(unpushed); // leaves the gate
-                Err(f)
-            }
-        }
+        Failed::check("cuCtxPushCurrent", unsafe { (d.cuCtxPushCurrent)(ctx.raw) })?;
+        binding.pushed = true;
+        Ok(binding)
     }
 }
 
