@@ -156,6 +156,7 @@ static inline int ct_st_mem_info(ct_handles *h)
     CT_EXPORT(fc_cuda_ctx_free, ST_VOID(fc_cuda_ctx_free(CTX)), CT_P(CT_S_CTX, "ctx"))                            \
     CT_EXPORT(fc_cuda_ctx_device_id, ST_VALUE(fc_cuda_ctx_device_id(CTX) == -1), CT_P(CT_S_CTX, "ctx"))           \
     CT_EXPORT(fc_ctx_is_isolated, ST_VALUE(fc_ctx_is_isolated(CTX) == -1), CT_P(CT_S_CTX, "ctx"))                 \
+    CT_EXPORT(fc_ctx_isolation, ST_VALUE(fc_ctx_isolation(CTX) == -1), CT_P(CT_S_CTX, "ctx"))                     \
     CT_EXPORT(fc_sync_ctx, fc_sync_ctx(CTX), CT_P(CT_S_CTX, "ctx"))                                               \
     CT_EXPORT(fc_ctx_pool_bytes, ST_VALUE(fc_ctx_pool_bytes(CTX) == 0), CT_P(CT_S_CTX, "ctx"))                    \
     CT_EXPORT(fc_ctx_mem_info, ct_st_mem_info(h), CT_P(CT_S_CTX, "ctx"))                                          \

@@ -1250,6 +1250,11 @@ static void stale_handles(fc_cuda_ctx *unused)
     EXPECT("ctx: free the stale handle", ST_VOID(fc_cuda_ctx_free(c1)), FC_ERR_INVALID_HANDLE, kw);
     EXPECT("ctx: use the stale handle", fc_sync_ctx(c1), FC_ERR_INVALID_HANDLE, kw);
     EXPECT("ctx: the new one lives", ST_VALUE(fc_ctx_is_isolated(c2) == 1), FC_OK, NULL);
+    EXPECT("ctx: an isolated context is green or private",
+           ST_VALUE(fc_ctx_isolation(c2) == FC_ISOLATION_GREEN || fc_ctx_isolation(c2) == FC_ISOLATION_PRIVATE),
+           FC_OK, NULL);
+    EXPECT("ctx: a primary context is not isolated", ST_VALUE(fc_ctx_isolation(P0.ctx) == FC_ISOLATION_NONE), FC_OK,
+           NULL);
     fc_cuda_ctx_free(c2);
     /* module and kernel */
     fc_module *m1 = fc_module_load_ptx(P0.ctx, USER_PTX), *m2 = NULL;

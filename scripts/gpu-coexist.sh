@@ -18,7 +18,11 @@
 #                                                   control: at least one)
 #   primary-retry   primary context, fc_graph_capture_ctx (required: 0 unrecovered)
 #   isolated        isolated context, begin/end    (required: 0 failures on
-#                                                   either side)
+#                                                   either side): a green context
+#                                                   where the driver has them
+#                                                   (CUDA 12.4+), else private;
+#                                                   FC_ISOLATION=private forces
+#                                                   cuCtxCreate
 # and 0 wrong results everywhere. Prints a summary table (also written to
 # $OUT/coexistence.md; logs in $OUT/coexist-*.log).
 #
@@ -36,6 +40,8 @@
 #   COEXIST_B_ARGS=""        extra arguments of torch_coexist.py (--work-elems ...)
 #   COEXIST_WRAP=""          a command the clients run under, split on blanks, e.g.
 #                            "cuda-gdb -q -batch -ex run -ex bt --args"
+#   FC_ISOLATION=auto        what the isolated configuration gets: auto (green where
+#                            possible), green, or private (the pre-green behaviour)
 #   NVCC=nvcc  CC=gcc  PYTHON=python3  NVCC_ARCH=-arch=native
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
@@ -142,6 +148,7 @@ read -r -a WRAP <<< "${COEXIST_WRAP:-}"
 : > "$OUT/coexist-cudart.log"
 : > "$OUT/coexist-torch.log"
 : > "$OUT/coexist-crashes.log"
+log "isolated configuration: FC_ISOLATION=${FC_ISOLATION:-auto} (green where the driver has them, else private)"
 for config in isolated primary-retry primary-plain; do
     log "client A: foreign_cudart --config $config"
     # shellcheck disable=SC2086 # extra arguments are split on purpose

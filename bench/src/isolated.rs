@@ -1,5 +1,8 @@
-//! `fc-bench --isolated`: what an isolated context (`Context::isolated`, a
-//! private CUDA context) costs next to a primary one (issue 9, item 5).
+//! `fc-bench --isolated`: what an isolated context (`Context::isolated`: a
+//! green context where the driver has them, else a private CUDA context)
+//! costs next to a primary one (issue 9, item 5; issue 18, item 4), and a
+//! private context forced (`IsolationRequest::Private`) beside it, so that
+//! one run compares green, private and two streams of one context.
 //!
 //! Same workload as the main rows (K = 26 kernels, `z = x + y; x = z * y`
 //! over n floats). The primary and the isolated rig live in one process and
@@ -21,6 +24,14 @@
 //! |                                           | contexts, time-sliced by the GPU)                 |
 //! | `ctx_replays_per_s_2ctx_mixed`            | one primary + one isolated (an engine beside      |
 //! |                                           | PyTorch)                                          |
+//! | `ctx_private_memory_bytes`                | as the isolated row, for a forced private context |
+//! | `ctx_replays_per_s_1ctx_private`          | one thread, a forced private context              |
+//! | `ctx_replays_per_s_2ctx_mixed_private`    | one primary + one forced private context          |
+//!
+//! Every row of an isolated or private context carries `isolation`
+//! (`green` or `private`: what the context got). The mixed rows also carry
+//! `ratio_vs_2ctx_primary`: their total against two primary contexts' (the
+//! goal: primary + isolated ≥ 0.9x two streams of one context).
 //!
 //! Isolated timing rows carry `primary_median_us` and `ratio_vs_primary`;
 //! the replay rows carry `replays_per_s`, `per_context` and `ratio_vs_1ctx`
@@ -30,7 +41,7 @@
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use fc_graph::{CaptureMode, Context, DeviceBuffer, Error, Graph, Result};
+use fc_graph::{CaptureMode, Context, DeviceBuffer, Error, Graph, Isolation, IsolationRequest, Result};
 
 use crate::{build_kind, emit_row_with, us_since, Args, IMPL};
 
@@ -58,9 +69,10 @@ impl Rig {
     }
 
     fn kind(&self) -> &'static str {
-        match self.ctx.kind() {
-            fc_graph::ContextKind::Primary => "primary",
-            fc_graph::ContextKind::Isolated => "isolated",
+        match self.ctx.isolation() {
+            Isolation::None => "primary",
+            Isolation::Green => "isolated (green)",
+            Isolation::Private => "isolated (private)",
         }
     }
 
@@ -128,11 +140,14 @@ fn paired(warmup: usize, iters: usize, mut f: impl FnMut(usize) -> Result<f64>) 
 }
 
 /// Prints the primary and the isolated row of one metric.
-fn emit_pair(metric: &str, [mut primary, mut isolated]: [Vec<f64>; 2]) {
+fn emit_pair(metric: &str, isolation: Isolation, [mut primary, mut isolated]: [Vec<f64>; 2]) {
     let p = emit_row_with(&format!("ctx_{metric}_primary"), K, &mut primary, ",\"context\":\"primary\"");
     isolated.sort_by(f64::total_cmp);
     let i = crate::percentile(&isolated, 0.5);
-    let extra = format!(",\"context\":\"isolated\",\"primary_median_us\":{p:.3},\"ratio_vs_primary\":{:.3}", i / p);
+    let extra = format!(
+        ",\"context\":\"isolated\",\"isolation\":\"{isolation}\",\"primary_median_us\":{p:.3},\"ratio_vs_primary\":{:.3}",
+        i / p
+    );
     emit_row_with(&format!("ctx_{metric}_isolated"), K, &mut isolated, &extra);
 }
 
@@ -176,10 +191,29 @@ fn replays_per_s(rigs: &[&Rig], secs: f64) -> Result<Vec<f64>> {
     })
 }
 
-fn emit_replays(row: &str, per: &[f64], baseline: Option<f64>, kinds: &str, secs: f64) -> f64 {
+/// What one replay row compares with, besides its kind's one context.
+#[derive(Clone, Copy, Default)]
+struct Compare {
+    /// Replays/s of one context of the row's kind (`ratio_vs_1ctx`).
+    one: Option<f64>,
+    /// Replays/s of two primary contexts (`ratio_vs_2ctx_primary`).
+    two_primary: Option<f64>,
+    /// The isolated context's isolation, when the row has one.
+    isolation: Option<Isolation>,
+}
+
+fn emit_replays(row: &str, per: &[f64], cmp: Compare, kinds: &str, secs: f64) -> f64 {
     let total: f64 = per.iter().sum();
     let per_list: Vec<String> = per.iter().map(|v| format!("{v:.1}")).collect();
-    let ratio = baseline.map_or(String::new(), |b| format!(",\"ratio_vs_1ctx\":{:.3}", total / b));
+    let baseline = cmp.one;
+    let mut ratio = baseline.map_or(String::new(), |b| format!(",\"ratio_vs_1ctx\":{:.3}", total / b));
+    if let Some(two) = cmp.two_primary {
+        ratio
+            .push_str(&format!(",\"two_primary_replays_per_s\":{two:.1},\"ratio_vs_2ctx_primary\":{:.3}", total / two));
+    }
+    if let Some(i) = cmp.isolation {
+        ratio.push_str(&format!(",\"isolation\":\"{i}\""));
+    }
     println!(
         "{{\"impl\":\"{IMPL}\",\"row\":\"{row}\",\"kernels\":{K},\"replays_per_s\":{total:.1},\"per_context\":[{}],\"contexts\":{},\"kinds\":\"{kinds}\",\"secs\":{secs:.3}{ratio},\"build\":\"{}\"}}",
         per_list.join(","),
@@ -187,11 +221,34 @@ fn emit_replays(row: &str, per: &[f64], baseline: Option<f64>, kinds: &str, secs
         build_kind(),
     );
     eprintln!(
-        "[fc] {row:<36} {total:10.1} replays/s ({}){}",
+        "[fc] {row:<36} {total:10.1} replays/s ({}){}{}",
         per_list.join(" + "),
-        baseline.map_or(String::new(), |b| format!(", {:.2}x one context", total / b))
+        baseline.map_or(String::new(), |b| format!(", {:.2}x one context", total / b)),
+        cmp.two_primary.map_or(String::new(), |t| format!(", {:.2}x two streams of one context", total / t))
     );
     total
+}
+
+/// Device memory a context takes: free memory before and after creating
+/// it with `make`, its stream, built-ins and buffers (one row).
+fn footprint(row: &str, before: &Rig, n: usize, make: impl FnOnce() -> Result<Context>) -> Result<Rig> {
+    before.enqueue(2)?;
+    before.ctx.synchronize()?;
+    let (free_before, total) = before.ctx.mem_info()?;
+    let rig = Rig::new(make()?, n)?;
+    rig.enqueue(2)?;
+    rig.ctx.synchronize()?;
+    let (free_after, _) = rig.ctx.mem_info()?;
+    let bytes = free_before.saturating_sub(free_after);
+    println!(
+        "{{\"impl\":\"{IMPL}\",\"row\":\"{row}\",\"kernels\":0,\"median_us\":null,\"bytes\":{bytes},\"mib\":{:.1},\"buffer_bytes\":{},\"device_total_bytes\":{total},\"isolation\":\"{}\",\"build\":\"{}\"}}",
+        bytes as f64 / (1u64 << 20) as f64,
+        3 * n * std::mem::size_of::<f32>(),
+        rig.ctx.isolation(),
+        build_kind(),
+    );
+    eprintln!("[fc] {} context footprint: {:.1} MiB of device memory", rig.kind(), bytes as f64 / (1u64 << 20) as f64);
+    Ok(rig)
 }
 
 /// The rows of `fc-bench --isolated`.
@@ -203,21 +260,8 @@ pub(crate) fn bench_isolated(args: &Args) -> Result<()> {
     // Footprint of an isolated context: device-wide free memory before and
     // after creating it with its stream, built-ins and buffers.
     let primary = Rig::new(Context::new(dev)?, n)?;
-    primary.enqueue(2)?;
-    primary.ctx.synchronize()?;
-    let (free_before, total) = primary.ctx.mem_info()?;
-    let isolated = Rig::new(Context::isolated(dev)?, n)?;
-    isolated.enqueue(2)?;
-    isolated.ctx.synchronize()?;
-    let (free_after, _) = isolated.ctx.mem_info()?;
-    let bytes = free_before.saturating_sub(free_after);
-    println!(
-        "{{\"impl\":\"{IMPL}\",\"row\":\"ctx_isolated_memory_bytes\",\"kernels\":0,\"median_us\":null,\"bytes\":{bytes},\"mib\":{:.1},\"buffer_bytes\":{},\"device_total_bytes\":{total},\"build\":\"{}\"}}",
-        bytes as f64 / (1u64 << 20) as f64,
-        3 * n * std::mem::size_of::<f32>(),
-        build_kind(),
-    );
-    eprintln!("[fc] isolated context footprint: {:.1} MiB of device memory", bytes as f64 / (1u64 << 20) as f64);
+    let isolated = footprint("ctx_isolated_memory_bytes", &primary, n, || Context::isolated(dev))?;
+    let iso_kind = isolated.ctx.isolation();
 
     let rigs = [&primary, &isolated];
     for rig in rigs {
@@ -234,7 +278,7 @@ pub(crate) fn bench_isolated(args: &Args) -> Result<()> {
         rigs[j].ctx.synchronize()?;
         Ok(us_since(t0, t1) / K as f64)
     })?;
-    emit_pair("eager_enqueue_per_kernel", eager);
+    emit_pair("eager_enqueue_per_kernel", iso_kind, eager);
 
     // Graph launch + sync.
     let graphs = [primary.capture(K)?, isolated.capture(K)?];
@@ -249,7 +293,7 @@ pub(crate) fn bench_isolated(args: &Args) -> Result<()> {
         rigs[j].ctx.synchronize()?;
         Ok(us_since(t0, Instant::now()))
     })?;
-    emit_pair("graph_launch_sync", launch);
+    emit_pair("graph_launch_sync", iso_kind, launch);
     drop(graphs);
 
     // Capture + instantiate (the graph is dropped untimed).
@@ -260,24 +304,44 @@ pub(crate) fn bench_isolated(args: &Args) -> Result<()> {
         drop(g);
         Ok(us_since(t0, t1))
     })?;
-    emit_pair("capture_instantiate", capture);
+    emit_pair("capture_instantiate", iso_kind, capture);
 
     // Two contexts' work on one GPU.
     let primary2 = Rig::new(Context::new(dev)?, n)?;
     let isolated2 = Rig::new(Context::isolated(dev)?, n)?;
+    let iso = Some(iso_kind);
     let one_p = replays_per_s(&[&primary], secs)?[0];
-    emit_replays("ctx_replays_per_s_1ctx_primary", &[one_p], None, "primary", secs);
+    emit_replays("ctx_replays_per_s_1ctx_primary", &[one_p], Compare::default(), "primary", secs);
     let one_i = replays_per_s(&[&isolated], secs)?[0];
-    emit_replays("ctx_replays_per_s_1ctx_isolated", &[one_i], None, "isolated", secs);
+    let c = Compare { isolation: iso, ..Compare::default() };
+    emit_replays("ctx_replays_per_s_1ctx_isolated", &[one_i], c, "isolated", secs);
     let per = replays_per_s(&[&primary, &primary2], secs)?;
-    emit_replays("ctx_replays_per_s_2ctx_primary", &per, Some(one_p), "primary+primary", secs);
+    let c = Compare { one: Some(one_p), ..Compare::default() };
+    let two_p = emit_replays("ctx_replays_per_s_2ctx_primary", &per, c, "primary+primary", secs);
     let per = replays_per_s(&[&isolated, &isolated2], secs)?;
-    emit_replays("ctx_replays_per_s_2ctx_isolated", &per, Some(one_i), "isolated+isolated", secs);
+    let c = Compare { one: Some(one_i), two_primary: Some(two_p), isolation: iso };
+    emit_replays("ctx_replays_per_s_2ctx_isolated", &per, c, "isolated+isolated", secs);
     let per = replays_per_s(&[&primary, &isolated], secs)?;
-    emit_replays("ctx_replays_per_s_2ctx_mixed", &per, Some(one_p), "primary+isolated", secs);
+    let c = Compare { one: Some(one_p), two_primary: Some(two_p), isolation: iso };
+    emit_replays("ctx_replays_per_s_2ctx_mixed", &per, c, "primary+isolated", secs);
+
+    // The same with a private context forced (`cuCtxCreate`), whatever the
+    // driver offers: green vs private vs two streams, side by side.
+    let private =
+        footprint("ctx_private_memory_bytes", &primary, n, || Context::isolated_with(dev, IsolationRequest::Private))?;
+    private.reset()?;
+    private.enqueue(K)?;
+    private.check(K, "eager")?;
+    let pv = Some(Isolation::Private);
+    let one_v = replays_per_s(&[&private], secs)?[0];
+    let c = Compare { isolation: pv, ..Compare::default() };
+    emit_replays("ctx_replays_per_s_1ctx_private", &[one_v], c, "private", secs);
+    let per = replays_per_s(&[&primary, &private], secs)?;
+    let c = Compare { one: Some(one_p), two_primary: Some(two_p), isolation: pv };
+    emit_replays("ctx_replays_per_s_2ctx_mixed_private", &per, c, "primary+private", secs);
 
     // The rigs still compute after all of it.
-    for rig in [&primary, &isolated, &primary2, &isolated2] {
+    for rig in [&primary, &isolated, &primary2, &isolated2, &private] {
         rig.reset()?;
         rig.enqueue(K)?;
         rig.check(K, "final eager")?;

@@ -31,16 +31,36 @@ fn isolated_rows_when_a_gpu_is_present() {
     }
     let (out, stdout, stderr) = run(&["--isolated", "--quick"], &[]);
     assert!(out.status.success(), "exit {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}", out.status);
-    let mut want = vec!["ctx_isolated_memory_bytes".to_string()];
+    let mut want = vec!["ctx_isolated_memory_bytes".to_string(), "ctx_private_memory_bytes".to_string()];
     for m in ["graph_launch_sync", "eager_enqueue_per_kernel", "capture_instantiate"] {
         want.push(format!("ctx_{m}_primary"));
         want.push(format!("ctx_{m}_isolated"));
     }
-    for r in ["1ctx_primary", "1ctx_isolated", "2ctx_primary", "2ctx_isolated", "2ctx_mixed"] {
+    for r in [
+        "1ctx_primary",
+        "1ctx_isolated",
+        "2ctx_primary",
+        "2ctx_isolated",
+        "2ctx_mixed",
+        "1ctx_private",
+        "2ctx_mixed_private",
+    ] {
         want.push(format!("ctx_replays_per_s_{r}"));
     }
     for w in want {
         let tag = format!("\"row\":\"{w}\"");
         assert!(stdout.lines().any(|l| l.starts_with('{') && l.contains(&tag)), "no {w} row\nstdout:\n{stdout}");
+    }
+    // The forced private rows are private whatever the driver offers; the
+    // mixed rows compare with two streams of one context.
+    for w in ["ctx_replays_per_s_1ctx_private", "ctx_replays_per_s_2ctx_mixed_private"] {
+        let tag = format!("\"row\":\"{w}\"");
+        let line = stdout.lines().find(|l| l.contains(&tag)).unwrap_or_default();
+        assert!(line.contains("\"isolation\":\"private\""), "{w}: {line}");
+    }
+    for w in ["ctx_replays_per_s_2ctx_mixed", "ctx_replays_per_s_2ctx_mixed_private"] {
+        let tag = format!("\"row\":\"{w}\"");
+        let line = stdout.lines().find(|l| l.contains(&tag)).unwrap_or_default();
+        assert!(line.contains("\"ratio_vs_2ctx_primary\":"), "{w}: {line}");
     }
 }

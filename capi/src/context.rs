@@ -2,7 +2,7 @@
 
 use std::os::raw::{c_int, c_void};
 
-use ::fc_graph::{Context, ContextKind, Error, Result};
+use ::fc_graph::{Context, ContextKind, Error, Isolation, Result};
 
 use super::handles::{self, handle_kind, Live};
 use super::header::fc_cuda_ctx;
@@ -55,6 +55,22 @@ pub extern "C" fn fc_cuda_ctx_device_id(h: *const fc_cuda_ctx) -> c_int {
 #[no_mangle]
 pub extern "C" fn fc_ctx_is_isolated(h: *const fc_cuda_ctx) -> c_int {
     value(-1, || Ok(c_int::from(ctx(h)?.kind() == ContextKind::Isolated)))
+}
+
+/// `FC_ISOLATION_NONE`, `FC_ISOLATION_GREEN`, `FC_ISOLATION_PRIVATE` of the
+/// header, for `isolation`.
+pub(crate) fn isolation_code(isolation: Isolation) -> c_int {
+    match isolation {
+        Isolation::None => 0,
+        Isolation::Green => 1,
+        Isolation::Private => 2,
+    }
+}
+
+/// `int fc_ctx_isolation(const fc_cuda_ctx *ctx)`
+#[no_mangle]
+pub extern "C" fn fc_ctx_isolation(h: *const fc_cuda_ctx) -> c_int {
+    value(-1, || Ok(isolation_code(ctx(h)?.isolation())))
 }
 
 /// `int fc_sync_ctx(fc_cuda_ctx *ctx)`

@@ -19,6 +19,9 @@ pub const FC_ERR_WRONG_CONTEXT: u32 = 13;
 pub const FC_CAPTURE_MODE_GLOBAL: u32 = 0;
 pub const FC_CAPTURE_MODE_THREAD_LOCAL: u32 = 1;
 pub const FC_CAPTURE_MODE_RELAXED: u32 = 2;
+pub const FC_ISOLATION_NONE: u32 = 0;
+pub const FC_ISOLATION_GREEN: u32 = 1;
+pub const FC_ISOLATION_PRIVATE: u32 = 2;
 pub const FC_LAUNCH_PDL: u32 = 1;
 pub const FC_LAUNCH_PLAIN: u32 = 2;
 pub const FC_CACHE_HIT: u32 = 0;
@@ -97,6 +100,9 @@ unsafe extern "C" {
 }
 unsafe extern "C" {
     pub fn fc_ctx_is_isolated(ctx: *const fc_cuda_ctx) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
+    pub fn fc_ctx_isolation(ctx: *const fc_cuda_ctx) -> ::std::os::raw::c_int;
 }
 unsafe extern "C" {
     pub fn fc_sync_ctx(ctx: *mut fc_cuda_ctx) -> ::std::os::raw::c_int;

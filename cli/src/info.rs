@@ -3,6 +3,7 @@
 
 use cuda_sys::Driver;
 use fc_graph::features::{cuda_version_text, features_of, Feature};
+use fc_graph::isolation::{last_green_failure, Isolation};
 use fc_graph::{Context, Device};
 use serde_json::json;
 
@@ -28,6 +29,10 @@ pub struct DeviceInfo {
     pub pdl: Result<bool, String>,
     /// `GPU-...` UUID.
     pub uuid: Result<String, String>,
+    /// What `Context::isolated` (and `fc_cuda_init_device_isolated`) gives
+    /// here: a green or a private context (`FC_ISOLATION` allowing), and,
+    /// for a private one that fell back, why the green context failed.
+    pub isolation: Result<(Isolation, Option<String>), String>,
 }
 
 impl DeviceInfo {
@@ -44,6 +49,7 @@ impl DeviceInfo {
                     total: Err(e.clone()),
                     free: Err(e.clone()),
                     pdl: Err(e.clone()),
+                    isolation: Err(e.clone()),
                     uuid: Err(e),
                 }
             }
@@ -56,6 +62,7 @@ impl DeviceInfo {
                     total: d.total_memory().map_err(err),
                     free: ctx.clone().and_then(|c| c.mem_info().map(|(free, _total)| free).map_err(err)),
                     pdl: ctx.map(|c| c.pdl_enabled()),
+                    isolation: read_isolation(index),
                     uuid: d.uuid().map_err(err),
                 }
             }
@@ -70,12 +77,31 @@ impl DeviceInfo {
             self.total.as_ref().err(),
             self.free.as_ref().err(),
             self.pdl.as_ref().err(),
+            self.isolation.as_ref().err(),
             self.uuid.as_ref().err(),
         ]
         .into_iter()
         .flatten()
         .cloned()
         .collect()
+    }
+}
+
+/// Opens (and closes) an isolated context on device `index`: what it is
+/// isolated by, and why a green context failed when it fell back.
+fn read_isolation(index: usize) -> Result<(Isolation, Option<String>), String> {
+    let ctx = Context::isolated(index).map_err(|e| e.to_string())?;
+    let isolation = ctx.isolation();
+    drop(ctx);
+    let why = (isolation == Isolation::Private).then(last_green_failure).flatten();
+    Ok((isolation, why))
+}
+
+/// The text of an isolation cell.
+fn isolation_text(&(isolation, ref why): &(Isolation, Option<String>)) -> String {
+    match why {
+        Some(why) => format!("{isolation} (green failed: {why})"),
+        None => isolation.to_string(),
     }
 }
 
@@ -162,7 +188,7 @@ impl Info {
             Ok(devs) => {
                 out.push(format!("Devices: {}", devs.len()));
                 let mut t = Table::new(
-                    &["#", "name", "compute capability", "memory total", "memory free", "PDL", "UUID"],
+                    &["#", "name", "compute capability", "memory total", "memory free", "PDL", "isolated", "UUID"],
                     &[Align::Right, Align::Left, Align::Left, Align::Right, Align::Right],
                 );
                 for dev in devs {
@@ -173,13 +199,15 @@ impl Info {
                         cell(&dev.total, |&b| format::bytes(b)),
                         cell(&dev.free, |&b| format::bytes(b)),
                         cell(&dev.pdl, |&on| if on { "yes" } else { "no" }.to_string()),
+                        cell(&dev.isolation, isolation_text),
                         cell(&dev.uuid, Clone::clone),
                     ]);
                 }
                 out.push(t.render());
                 out.push(
                     "(memory free: measured with a context open on the device, which itself takes some; PDL: whether \
-                     fc-graph's built-in kernels launch with programmatic dependent launch there)"
+                     fc-graph's built-in kernels launch with programmatic dependent launch there; isolated: what an \
+                     isolated context is there, a green context or a private one, FC_ISOLATION allowing)"
                         .to_string(),
                 );
             }
@@ -228,6 +256,8 @@ impl Info {
                                "compute_capability": dev.compute.as_ref().ok().map(|(a, b)| format!("{a}.{b}")),
                                "memory_total_bytes": dev.total.as_ref().ok(), "memory_free_bytes": dev.free.as_ref().ok(),
                                "pdl": dev.pdl.as_ref().ok(),
+                               "isolation": dev.isolation.as_ref().ok().map(|(i, _)| i.as_str()),
+                               "green_failure": dev.isolation.as_ref().ok().and_then(|(_, w)| w.clone()),
                                "uuid": dev.uuid.as_ref().ok(), "errors": dev.errors()})
                         .to_string(),
                     );
@@ -287,6 +317,7 @@ mod tests {
                     total: Ok(150_109_880_320),
                     free: Ok(149_000_000_000),
                     pdl: Ok(true),
+                    isolation: Ok((Isolation::Green, None)),
                     uuid: Ok("GPU-01234567-89ab-cdef-0123-456789abcdef".into()),
                 },
                 DeviceInfo {
@@ -296,6 +327,10 @@ mod tests {
                     total: Ok(150_109_880_320),
                     free: Err("cuMemGetInfo failed: CUDA_ERROR_UNKNOWN (999): unknown error".into()),
                     pdl: Ok(false),
+                    isolation: Ok((
+                        Isolation::Private,
+                        Some("cuGreenCtxCreate failed: CUDA_ERROR_NOT_SUPPORTED".into()),
+                    )),
                     uuid: Ok("GPU-11111111-89ab-cdef-0123-456789abcdef".into()),
                 },
             ]),
@@ -337,6 +372,9 @@ mod tests {
         assert!(text.contains(&format!("Optional driver features: {} of {n} present", n - 1)), "{text}");
         let dev0 = text.lines().find(|l| l.contains("GPU-01234567")).expect("device 0 row");
         assert!(dev0.contains("| yes |"), "PDL column: {dev0}");
+        assert!(dev0.contains("| green "), "isolated column: {dev0}");
+        let dev1 = text.lines().find(|l| l.contains("GPU-11111111")).expect("device 1 row");
+        assert!(dev1.contains("private (green failed: cuGreenCtxCreate failed"), "isolated column: {dev1}");
         let param_row = text.lines().find(|l| l.contains("cuFuncGetParamInfo")).expect("row");
         assert!(param_row.contains("| no "), "{param_row}");
         assert!(!text.contains("CUDA_VISIBLE_DEVICES"), "only shown when set");
@@ -393,6 +431,10 @@ mod tests {
         let devices: Vec<&serde_json::Value> = objs.iter().filter(|o| o["type"] == "device").collect();
         assert_eq!(devices.len(), 2);
         assert_eq!(devices[0]["compute_capability"], "9.0");
+        assert_eq!(devices[0]["isolation"], "green");
+        assert!(devices[0]["green_failure"].is_null());
+        assert_eq!(devices[1]["isolation"], "private");
+        assert!(devices[1]["green_failure"].as_str().is_some_and(|w| w.contains("NOT_SUPPORTED")));
         assert!(devices[1]["memory_free_bytes"].is_null());
         assert_eq!(devices[1]["errors"].as_array().map(Vec::len), Some(1));
         let features: Vec<&serde_json::Value> = objs.iter().filter(|o| o["type"] == "feature").collect();

@@ -224,6 +224,16 @@ fc_side *fc_side_open(int device, int config, fc_side_counts *c)
         snprintf(c->first_error, sizeof c->first_error, "fc_ctx_is_isolated does not match the configuration");
         rc = FC_ERR_INTERNAL;
     }
+    int isolation = rc == FC_OK ? fc_ctx_isolation(s->ctx) : -1;
+    if (rc == FC_OK && (config == FC_SIDE_ISOLATED) != (isolation == FC_ISOLATION_GREEN ||
+                                                         isolation == FC_ISOLATION_PRIVATE)) {
+        snprintf(c->first_error, sizeof c->first_error, "fc_ctx_isolation (%d) does not match the configuration",
+                 isolation);
+        rc = FC_ERR_INTERNAL;
+    }
+    if (rc == FC_OK && config == FC_SIDE_ISOLATED)
+        fprintf(stderr, "[fc_side] the isolated context is a %s context\n",
+                isolation == FC_ISOLATION_GREEN ? "green" : "private");
     if (rc == FC_OK) {
         c->setup_failed = 0;
         c->first_code = FC_OK;

@@ -135,4 +135,20 @@ constants! {
         CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC = 1,
         CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER = 2,
     }
+
+    // --- green contexts (CUDA 12.4+) -------------------------------------
+    CUgreenCtxCreate_flags {
+        /// Required by `cuGreenCtxCreate`: the green context gets a default
+        /// stream of its own.
+        CU_GREEN_CTX_DEFAULT_STREAM = 1,
+    }
+    CUdevResourceType {
+        CU_DEV_RESOURCE_TYPE_INVALID = 0,
+        /// Streaming multiprocessors.
+        CU_DEV_RESOURCE_TYPE_SM = 1,
+    }
+    // `#define RESOURCE_ABI_VERSION`: the `CUdevResource_v<N>` declared.
+    c_int {
+        RESOURCE_ABI_VERSION = 1,
+    }
 }

@@ -379,6 +379,24 @@ driver_functions! {
     required fn cuEventSynchronize(hEvent: CUevent) -> CUresult = 2000;
     required fn cuEventElapsedTime(pMilliseconds: *mut f32, hStart: CUevent, hEnd: CUevent) -> CUresult = 2000;
     required fn cuEventDestroy(hEvent: CUevent) -> CUresult = 4000;
+
+    // --- green contexts (CUDA 12.4+; `Context::isolated`) ------------------
+    /// The device's resources of one type (all its SMs).
+    optional fn cuDeviceGetDevResource(dev: CUdevice, result: *mut CUdevResource, type_: CUdevResourceType) -> CUresult = 12040;
+    /// A descriptor of resources, the argument of `cuGreenCtxCreate`.
+    optional fn cuDevResourceGenerateDesc(phDesc: *mut CUdevResourceDesc, resources: *mut CUdevResource, nbResources: c_uint) -> CUresult = 12040;
+    /// A green context over a descriptor's resources (it retains the
+    /// primary context; `CU_GREEN_CTX_DEFAULT_STREAM` is required).
+    optional fn cuGreenCtxCreate(phCtx: *mut CUgreenCtx, desc: CUdevResourceDesc, dev: CUdevice, flags: c_uint) -> CUresult = 12040;
+    /// Destroys a green context (its streams must be destroyed first).
+    optional fn cuGreenCtxDestroy(hCtx: CUgreenCtx) -> CUresult = 12040;
+    /// The `CUcontext` that stands for a green context (made current, it
+    /// routes streams, modules and launches to the green context).
+    optional fn cuCtxFromGreenCtx(pContext: *mut CUcontext, hCtx: CUgreenCtx) -> CUresult = 12040;
+    /// A stream of a green context, whatever context is current (CUDA 12.5+;
+    /// on 12.4 the stream is made with `cuStreamCreate`, the green
+    /// context's `CUcontext` current).
+    optional fn cuGreenCtxStreamCreate(phStream: *mut CUstream, greenCtx: CUgreenCtx, flags: c_uint, priority: c_int) -> CUresult = 12050;
 }
 
 /// `cuGetProcAddress` itself, found with `dlsym`. The unversioned export has
@@ -462,7 +480,18 @@ mod tests {
         assert!(fns.cuLaunchKernelEx.is_none() && fns.cuFuncGetParamInfo.is_none());
         let mut missing: Vec<&str> = fns.missing_optional().iter().map(|d| d.name).collect();
         missing.sort_unstable();
-        assert_eq!(missing, ["cuFuncGetParamInfo", "cuLaunchKernelEx"]);
+        let mut want = [
+            "cuCtxFromGreenCtx",
+            "cuDevResourceGenerateDesc",
+            "cuDeviceGetDevResource",
+            "cuFuncGetParamInfo",
+            "cuGreenCtxCreate",
+            "cuGreenCtxDestroy",
+            "cuGreenCtxStreamCreate",
+            "cuLaunchKernelEx",
+        ];
+        want.sort_unstable();
+        assert_eq!(missing, want);
         let (fns, _) = requests_at(12000);
         assert!(matches!(fns.cuGraphExecUpdate, Some(abi::cuGraphExecUpdate::Abi::V12000(_))));
         assert!(matches!(fns.cuGraphGetEdges, Some(abi::cuGraphGetEdges::Abi::V10000(_))));

@@ -86,6 +86,9 @@ macro_rules! unions {
 
 opaque!(CUctx_st, CUmod_st, CUfunc_st, CUstream_st, CUevent_st, CUgraph_st, CUgraphExec_st, CUgraphNode_st,);
 
+// --- green contexts (CUDA 12.4+)
+opaque!(CUgreenCtx_st, CUdevResourceDesc_st,);
+
 aliases! {
     /// `cuuint64_t` (`uint64_t`).
     pub type cuuint64_t = u64;
@@ -152,6 +155,21 @@ aliases! {
     pub type CUgraphEdgeData = CUgraphEdgeData_st;
     /// `enum CUgraphDebugDot_flags_enum`.
     pub type CUgraphDebugDot_flags = c_uint;
+
+    // --- green contexts (CUDA 12.4+) -------------------------------------
+    /// A green context: a set of the device's SMs with its own work
+    /// submission, inside the primary context (`cuGreenCtxCreate`).
+    pub type CUgreenCtx = *mut CUgreenCtx_st;
+    /// A resource descriptor (`cuDevResourceGenerateDesc`).
+    pub type CUdevResourceDesc = *mut CUdevResourceDesc_st;
+    /// The (anonymous) `CUgreenCtxCreate_flags` enum.
+    pub type CUgreenCtxCreate_flags = c_uint;
+    /// The (anonymous) `CUdevResourceType` enum.
+    pub type CUdevResourceType = c_uint;
+    /// `CUdevResource_v1`: `CUdevResource` at `RESOURCE_ABI_VERSION` 1.
+    pub type CUdevResource_v1 = CUdevResource_st;
+    /// `struct CUdevResource_st`, filled by `cuDeviceGetDevResource`.
+    pub type CUdevResource = CUdevResource_v1;
 }
 
 structs! {
@@ -203,6 +221,20 @@ structs! {
         pub type_: c_uchar,
         pub reserved: [c_uchar; 5],
     }
+
+    // --- green contexts (CUDA 12.4+) -------------------------------------
+    /// A device resource (`RESOURCE_ABI_VERSION` 1): its type, 92 bytes the
+    /// driver keeps to itself, and the type's data in a 48-byte union at
+    /// offset 96. The same size (144) and offsets in CUDA 12.9 and 13.0.
+    /// Only the driver writes it; fc-graph passes it from
+    /// `cuDeviceGetDevResource` to `cuDevResourceGenerateDesc` and reads
+    /// `type_` alone. The field names are bindgen's for the header's
+    /// anonymous union, so that the audit can compare them.
+    pub struct CUdevResource_st {
+        pub type_: CUdevResourceType,
+        pub _internal_padding: [c_uchar; 92],
+        pub __bindgen_anon_1: CUdevResource_st__bindgen_ty_1,
+    }
 }
 
 unions! {
@@ -217,5 +249,17 @@ unions! {
         pub cooperative: c_int,
         pub programmaticStreamSerializationAllowed: c_int,
         pub priority: c_int,
+    }
+
+    // --- green contexts (CUDA 12.4+) -------------------------------------
+    /// The anonymous union of [`CUdevResource_st`] (bindgen's name for it).
+    /// The header's members are `CUdevSmResource sm`, whose layout differs
+    /// between CUDA 12.9 (4 bytes: `smCount`) and 13.0 (12 bytes: three
+    /// counts), and `_oversize`, which gives both the same 48 bytes. Only
+    /// `_oversize` is declared; `repr(align(4))` gives the alignment the
+    /// `sm` member's `unsigned int`s give the header's.
+    #[repr(align(4))]
+    pub union CUdevResource_st__bindgen_ty_1 {
+        pub _oversize: [c_uchar; 48],
     }
 }

@@ -9,7 +9,8 @@
 //! resolved, C scalar names mapped to fixed-width ones) and compared.
 //!
 //! Structs and unions are checked alike: size, alignment, and every field's
-//! offset and type. A union may declare a subset of the header's members
+//! offset and type (a member bindgen asserts no offset of, an anonymous
+//! union, at the offset C gives it after the previous field). A union may declare a subset of the header's members
 //! (they are alternatives; the headers of CUDA 12.9 and 13.0 list different
 //! ones), but every member it declares must be the header's.
 //!
@@ -590,10 +591,60 @@ fn check_struct(decl: &StructDecl, h: &Header, ours: &Typedefs) -> Vec<String> {
             names.join(", ")
         ));
     }
+    let offsets = header_offsets(layout, fields, h);
     for (fname, offset, fty) in decl.fields {
-        out.extend(check_field(&at, fname, *offset, fty, layout, fields, ours));
+        out.extend(check_field(&at, fname, *offset, fty, &offsets, fields, ours));
     }
     out
+}
+
+/// The header's field offsets of one struct: bindgen's assertions, plus,
+/// for members it asserts no offset of (anonymous unions and structs,
+/// `__bindgen_anon_N`), the offset C gives them: the end of the previous
+/// field rounded up to the member's alignment, all from the header's own
+/// sizes and alignments. Left out when a size is unknown.
+fn header_offsets(layout: &Layout, fields: &[(String, Canon)], h: &Header) -> HashMap<String, i128> {
+    let mut offsets = layout.offsets.clone();
+    let mut end: Option<i128> = Some(0);
+    for (name, ty) in fields {
+        let size_align = size_align(ty, h);
+        let offset = match offsets.get(name) {
+            Some(&o) => Some(o),
+            None => {
+                let derived = end.zip(size_align).map(|(e, (_, a))| (e + a - 1) / a * a);
+                if let Some(o) = derived {
+                    offsets.insert(name.clone(), o);
+                }
+                derived
+            }
+        };
+        end = offset.zip(size_align).map(|(o, (s, _))| o + s);
+    }
+    offsets
+}
+
+/// (size, alignment) of a canonical type on x86-64 Linux, from the header's
+/// layouts for structs and unions.
+fn size_align(ty: &Canon, h: &Header) -> Option<(i128, i128)> {
+    match ty {
+        Canon::Prim(p) => {
+            let n = match *p {
+                "i8" | "u8" | "bool" => 1,
+                "i16" | "u16" => 2,
+                "i32" | "u32" | "f32" => 4,
+                "i64" | "u64" | "f64" | "usize" | "isize" => 8,
+                _ => return None,
+            };
+            Some((n, n))
+        }
+        Canon::Ptr { .. } | Canon::Fn(..) => Some((8, 8)),
+        Canon::Array(elem, n) => size_align(elem, h).map(|(s, a)| (s * n, a)),
+        Canon::Named(name) => {
+            let l = h.layouts.get(name)?;
+            l.size.zip(l.align)
+        }
+        Canon::Unit | Canon::Unknown(_) => None,
+    }
 }
 
 /// Compares one union's size and alignment, and each member it declares
@@ -615,7 +666,7 @@ fn check_union(decl: &UnionDecl, h: &Header, ours: &Typedefs) -> (Vec<String>, u
         out.push(format!("{at}: alignment: ours {}, header {:?}", decl.align, layout.align));
     }
     for (fname, fty) in decl.fields {
-        out.extend(check_field(&at, fname, 0, fty, layout, fields, ours));
+        out.extend(check_field(&at, fname, 0, fty, &layout.offsets, fields, ours));
     }
     let undeclared = fields.iter().filter(|(n, _)| !decl.fields.iter().any(|(f, _)| f == n)).count();
     (out, undeclared)
@@ -626,7 +677,7 @@ fn check_field(
     fname: &str,
     offset: usize,
     fty: &str,
-    layout: &Layout,
+    offsets: &HashMap<String, i128>,
     fields: &[(String, Canon)],
     ours: &Typedefs,
 ) -> Vec<String> {
@@ -634,7 +685,7 @@ fn check_field(
         return vec![format!("{at}: field '{fname}' is not in the header")];
     };
     let mut out = Vec::new();
-    match layout.offsets.get(fname) {
+    match offsets.get(fname) {
         Some(&h_off) if h_off == offset as i128 => {}
         h_off => out.push(format!("{at}: field '{fname}' offset: ours {offset}, header {h_off:?}")),
     }
@@ -957,6 +1008,15 @@ fn check_changed_struct(h: &Header, ours: &Typedefs) {
     );
     let bigger = StructDecl { size: orig.size + 8, ..*orig };
     assert_reports(&check_struct(&bigger, h, ours), &["CUgraphExecUpdateResultInfo_st", "size: ours 32"]);
+
+    // An anonymous member (no offset assertion from bindgen) is checked at
+    // the offset C gives it.
+    let res = audit::structs().iter().find(|s| s.name == "CUdevResource_st").unwrap();
+    assert_eq!(check_struct(res, h, ours), Vec::<String>::new());
+    let mut fields = res.fields.to_vec();
+    fields[2].1 += 4;
+    let moved = StructDecl { fields: Box::leak(fields.into_boxed_slice()), ..*res };
+    assert_reports(&check_struct(&moved, h, ours), &["field '__bindgen_anon_1' offset: ours 100, header Some(96)"]);
 }
 
 fn check_changed_union(h: &Header, ours: &Typedefs) {

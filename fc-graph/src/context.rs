@@ -4,10 +4,12 @@
 //! - **primary**: the device's primary context, shared with the CUDA runtime
 //!   and every library in the process (PyTorch, cuBLAS, NCCL); memory and
 //!   modules are shared with them;
-//! - **isolated**: a private context of our own (`cuCtxCreate`); another
-//!   library's device-wide synchronisation or capture neither sees nor
-//!   invalidates its captures, at the price of memory that other contexts'
-//!   kernels cannot use.
+//! - **isolated**: a green context over all the device's SMs where the
+//!   driver has them (CUDA 12.4+), else a private context of our own
+//!   (`cuCtxCreate`) (see [`crate::isolation`] and [`Context::isolation`]);
+//!   another library's device-wide synchronisation or capture neither sees
+//!   nor invalidates its captures, at the price of objects that other
+//!   contexts' kernels cannot use.
 //!
 //! Several contexts on one device are independent (each its own stream,
 //! capture state and capture pool).
@@ -24,6 +26,7 @@ use crate::capture_state::{self, CaptureState, CtxKey};
 use crate::device::Device;
 use crate::driver::{bound, check, driver, shielded, CaptureShield, RawCtx};
 use crate::error::{Error, Result};
+use crate::isolation::{self, Gate, Isolation, IsolationRequest, Plan};
 use crate::pool::PoolAllocator;
 use crate::topology::SegmentTrace;
 
@@ -58,7 +61,8 @@ impl CaptureMode {
 pub enum ContextKind {
     /// The device's primary context (shared with the CUDA runtime).
     Primary,
-    /// A private context created for this [`Context`] alone.
+    /// A context created for this [`Context`] alone: a green context or a
+    /// private one ([`Context::isolation`] tells which).
     Isolated,
 }
 
@@ -109,6 +113,13 @@ pub(crate) struct ContextInner {
     /// (The live value of a held-capture break function running now is
     /// per thread: [`capture_state::run_with_live`].)
     pub(crate) capture_live: AtomicPtr<c_void>,
+    /// What the context is isolated by ([`Isolation::None`] for primary).
+    isolation: Isolation,
+    /// The green context behind `raw` (null unless green).
+    green: CUgreenCtx,
+    /// The green context's gate, which `raw.gate` points to (see
+    /// [`crate::isolation::Gate`]); dropped after the context is destroyed.
+    _gate: Option<Box<Gate>>,
 }
 
 // SAFETY: CUcontext and CUstream are driver handles that the driver allows
@@ -122,6 +133,7 @@ impl std::fmt::Debug for Context {
         f.debug_struct("Context")
             .field("device", &self.inner.device.ordinal())
             .field("kind", &self.inner.kind)
+            .field("isolation", &self.inner.isolation)
             .field("stream", &self.inner.stream)
             .finish()
     }
@@ -150,32 +162,66 @@ impl Context {
         // SAFETY: valid out-pointer and device handle.
         check("cuDevicePrimaryCtxRetain", unsafe { (d.cuDevicePrimaryCtxRetain)(&mut raw, device.handle()) })?;
         drop(shield);
-        let raw = RawCtx { raw, leave_current: true };
-        Self::with_stream(device, ContextKind::Primary, raw).inspect_err(|_| {
+        let raw = RawCtx { raw, leave_current: true, gate: std::ptr::null() };
+        Self::with_stream(device, Owner::primary(raw)).inspect_err(|_| {
             let _shield = CaptureShield::raise(d);
             // SAFETY: releases the retain made above.
             unsafe { (d.cuDevicePrimaryCtxRelease)(device.handle()) };
         })
     }
 
-    /// A context for device `ordinal` in a **private** CUDA context of its
-    /// own (`cuCtxCreate`), plus a new non-blocking stream.
+    /// A context for device `ordinal` isolated from the other users of the
+    /// device, plus a new non-blocking stream: a **green context** over all
+    /// the device's SMs where the driver has them (CUDA 12.4+), else a
+    /// **private** CUDA context (`cuCtxCreate`). `FC_ISOLATION` (`auto`,
+    /// `green` or `private`, read once) can force either; see
+    /// [`Context::isolated_with`] and [`crate::isolation`].
     ///
     /// Choose it when other libraries in the process work on the same GPU:
     /// their device-wide synchronisations (`cudaDeviceSynchronize`,
     /// `torch.cuda.synchronize()`, `cudaFree`) and captures neither see nor
-    /// invalidate this context's captures. The price: its buffers and
-    /// modules belong to it alone (other contexts' kernels cannot use them,
-    /// and it cannot use theirs: such mixes are refused with
-    /// [`Error::WrongContext`]), the device holds a second context (about
-    /// 530 MiB on an H200), each call pushes and pops the context on the
-    /// calling thread (it is never left current on a thread), and while it
-    /// and another context both have work in flight the GPU time-slices
-    /// them (two busy contexts replayed at 0.16x the rate of one on an
-    /// H200). See `docs/coexistence.md`.
+    /// invalidate this context's captures (a synchronisation of the
+    /// primary context still *waits* for a green context's work). The
+    /// price: its buffers and modules belong to it alone (other contexts'
+    /// kernels cannot use them, and it cannot use theirs: such mixes are
+    /// refused with [`Error::WrongContext`]), and each call pushes and pops
+    /// the context on the calling thread (it is never left current on a
+    /// thread; for a green context, one thread at a time). A private
+    /// context also costs a second context on the device (about 530 MiB on
+    /// an H200), and while it and another context both have work in flight
+    /// the GPU time-slices them (a primary + a private context replayed at
+    /// 0.09x of two streams of one context on an H200); a green context
+    /// runs beside the primary context at full speed. See
+    /// `docs/coexistence.md`.
     pub fn isolated(ordinal: usize) -> Result<Context> {
+        Self::isolated_with(ordinal, IsolationRequest::from_env()?)
+    }
+
+    /// [`Context::isolated`] with an explicit request instead of
+    /// `FC_ISOLATION`: [`IsolationRequest::Auto`] (green where possible,
+    /// else private; a failed green creation falls back to private and is
+    /// kept in [`isolation::last_green_failure`]),
+    /// [`IsolationRequest::Green`] (green or an error) or
+    /// [`IsolationRequest::Private`] (`cuCtxCreate` even where green
+    /// contexts exist).
+    pub fn isolated_with(ordinal: usize, request: IsolationRequest) -> Result<Context> {
         let device = Device::get(ordinal)?;
         let d = driver()?;
+        match isolation::plan_for(d, request)? {
+            Plan::Private => Self::private(device, d),
+            Plan::Green { fallback } => match Self::green(device, d) {
+                Ok(c) => Ok(c),
+                Err(e) if fallback => {
+                    isolation::note_green_failure(&e);
+                    Self::private(device, d)
+                }
+                Err(e) => Err(e),
+            },
+        }
+    }
+
+    /// An isolated context in a private CUDA context (`cuCtxCreate`).
+    fn private(device: Device, d: &'static Driver) -> Result<Context> {
         let mut raw: CUcontext = std::ptr::null_mut();
         // Creating a context is a potentially unsafe call: shielded, so that
         // another thread's GLOBAL capture neither refuses it nor breaks.
@@ -187,21 +233,38 @@ impl Context {
         // SAFETY: pops the context cuCtxCreate pushed on this thread.
         let pop = check("cuCtxPopCurrent", unsafe { (d.cuCtxPopCurrent)(&mut popped) });
         drop(shield);
-        let raw = RawCtx { raw, leave_current: false };
-        pop.and_then(|()| Self::with_stream(device, ContextKind::Isolated, raw)).inspect_err(|_| {
+        let raw = RawCtx { raw, leave_current: false, gate: std::ptr::null() };
+        let owner = Owner { raw, isolation: Isolation::Private, green: std::ptr::null_mut(), gate: None };
+        pop.and_then(|()| Self::with_stream(device, owner)).inspect_err(|_| {
             let _shield = CaptureShield::raise(d);
             // SAFETY: destroys the context created above, used by nothing else.
             unsafe { (d.cuCtxDestroy)(raw.raw) };
         })
     }
 
-    fn with_stream(device: Device, kind: ContextKind, raw: RawCtx) -> Result<Context> {
+    /// An isolated context in a green context over all the device's SMs.
+    fn green(device: Device, d: &'static Driver) -> Result<Context> {
+        let g = isolation::create_green(d, device)?;
+        let gate = Box::new(Gate::default());
+        let raw = RawCtx { raw: g.ctx, leave_current: false, gate: &*gate };
+        let owner = Owner { raw, isolation: Isolation::Green, green: g.green, gate: Some(gate) };
+        // On failure `with_stream` has dropped the gate with `owner`;
+        // nothing else refers to the green context.
+        Self::with_stream(device, owner).inspect_err(|_| isolation::destroy_green(d, g.green))
+    }
+
+    fn with_stream(device: Device, owner: Owner) -> Result<Context> {
+        let Owner { raw, isolation, green, gate } = owner;
         let stream = shielded(raw, |d| {
+            if isolation == Isolation::Green {
+                return isolation::green_stream(d, green);
+            }
             let mut s: CUstream = std::ptr::null_mut();
             // SAFETY: valid out-pointer; the context is current.
             check("cuStreamCreate", unsafe { (d.cuStreamCreate)(&mut s, CU_STREAM_NON_BLOCKING) })?;
             Ok(s)
         })?;
+        let kind = if isolation == Isolation::None { ContextKind::Primary } else { ContextKind::Isolated };
         LIVE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(Context {
             inner: Arc::new(ContextInner {
@@ -216,6 +279,9 @@ impl Context {
                 capture_live: AtomicPtr::new(std::ptr::null_mut()),
                 pdl_switch: AtomicBool::new(true),
                 segment: SegmentTrace::default(),
+                isolation,
+                green,
+                _gate: gate,
             }),
         })
     }
@@ -242,6 +308,13 @@ impl Context {
         self.inner.kind
     }
 
+    /// What the context is isolated by: [`Isolation::None`] for a primary
+    /// context, [`Isolation::Green`] or [`Isolation::Private`] for an
+    /// isolated one.
+    pub fn isolation(&self) -> Isolation {
+        self.inner.isolation
+    }
+
     /// The raw stream handle (`CUstream`), for interop: work another library
     /// queues on it while this context captures is recorded into the graph
     /// (the capture-mode shield covers only fc-graph's own calls). Valid
@@ -262,8 +335,9 @@ impl Context {
     }
 
     /// The raw CUDA context handle (`CUcontext`): the device's primary
-    /// context, or the private one of an isolated context. Valid while any
-    /// clone of this context is alive.
+    /// context, or the private one of an isolated context, or the one
+    /// `cuCtxFromGreenCtx` gives for its green context (current to one
+    /// thread at a time). Valid while any clone of this context is alive.
     pub fn raw_context(&self) -> CUcontext {
         self.inner.raw.raw
     }
@@ -447,7 +521,7 @@ impl Drop for ContextInner {
     /// Tears down in an explicit order: wait for the stream; abort a capture
     /// the context still holds; destroy the built-in module; free the
     /// capture pool; destroy the stream; and only then release (primary) or
-    /// destroy (isolated) the CUDA context. Everything else that uses the
+    /// destroy (private or green) the CUDA context. Everything else that uses the
     /// context (buffers, graphs, modules, events) holds a `Context` clone,
     /// so it is gone before this runs.
     fn drop(&mut self) {
@@ -476,17 +550,39 @@ impl Drop for ContextInner {
         });
         // Releasing or destroying a context is potentially unsafe too.
         let _shield = CaptureShield::raise(d);
-        match self.kind {
+        match self.isolation {
             // SAFETY: releases the retain taken in `Context::new`.
-            ContextKind::Primary => unsafe {
+            Isolation::None => unsafe {
                 (d.cuDevicePrimaryCtxRelease)(self.device.handle());
             },
-            // SAFETY: destroys the context created in `Context::isolated`;
+            // SAFETY: destroys the context created in `Context::private`;
             // nothing refers to it any more, and it is not current anywhere
             // (it is only ever pushed and popped around calls).
-            ContextKind::Isolated => unsafe {
+            Isolation::Private => unsafe {
                 (d.cuCtxDestroy)(raw.raw);
             },
+            // Its stream and modules are gone (above); it is not current
+            // anywhere. Destroying it releases its retain of the primary
+            // context.
+            Isolation::Green => {
+                drop(_shield);
+                isolation::destroy_green(d, self.green);
+            }
         }
+    }
+}
+
+/// What `with_stream` makes a context of: the handle, how it is isolated,
+/// and what tears it down.
+struct Owner {
+    raw: RawCtx,
+    isolation: Isolation,
+    green: CUgreenCtx,
+    gate: Option<Box<Gate>>,
+}
+
+impl Owner {
+    fn primary(raw: RawCtx) -> Owner {
+        Owner { raw, isolation: Isolation::None, green: std::ptr::null_mut(), gate: None }
     }
 }

@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 use cuda_sys::*;
 
 use crate::error::{Error, Result};
+use crate::isolation::Gate;
 
 static DRIVER: OnceLock<Result<Driver>> = OnceLock::new();
 
@@ -51,9 +52,16 @@ pub(crate) fn check(call: &'static str, res: CUresult) -> Result<()> {
 pub(crate) struct RawCtx {
     pub(crate) raw: CUcontext,
     pub(crate) leave_current: bool,
+    /// A green context's gate (null for other contexts): held while the
+    /// library has the context pushed on a thread, since a green context
+    /// may be current to one thread at a time. It lives in the
+    /// [`crate::context::ContextInner`] this handle belongs to, which
+    /// outlives every copy of the handle (their owners hold the context).
+    pub(crate) gate: *const Gate,
 }
 
-// SAFETY: a driver context handle, usable from any thread.
+// SAFETY: a driver context handle, usable from any thread, and a pointer
+// to a gate that is `Sync` and outlives the handle.
 unsafe impl Send for RawCtx {}
 // SAFETY: as above; the value is immutable.
 unsafe impl Sync for RawCtx {}
@@ -84,6 +92,8 @@ fn error_with(d: Option<&Driver>, call: &'static str, res: CUresult) -> Error {
 /// current, or an isolated context) ours is pushed and popped again on drop.
 pub(crate) struct ContextBinding {
     pushed: bool,
+    /// The gate entered with the push (null when none).
+    gate: *const Gate,
 }
 
 /// A failed driver call before it becomes an [`Error`]: small, so hot
@@ -125,29 +135,41 @@ impl ContextBinding {
         let mut current: CUcontext = std::ptr::null_mut();
         // SAFETY: valid out-pointer.
         Failed::check("cuCtxGetCurrent", unsafe { (d.cuCtxGetCurrent)(&mut current) })?;
+        let unbound = ContextBinding { pushed: false, gate: std::ptr::null() };
         if current == ctx.raw {
-            return Ok(ContextBinding { pushed: false });
+            return Ok(unbound);
         }
         if current.is_null() && ctx.leave_current {
             // SAFETY: `ctx` is a live context the caller holds a reference to.
             Failed::check("cuCtxSetCurrent", unsafe { (d.cuCtxSetCurrent)(ctx.raw) })?;
-            return Ok(ContextBinding { pushed: false });
+            return Ok(unbound);
         }
+        // SAFETY: a non-null gate lives as long as the context (see RawCtx).
+        if let Some(gate) = unsafe { ctx.gate.as_ref() } {
+            gate.enter();
+        }
+        // Made before the push, so that a failed push leaves the gate again.
+        let mut binding = ContextBinding { pushed: false, gate: ctx.gate };
         // SAFETY: `ctx` is a live context the caller holds a reference to.
         Failed::check("cuCtxPushCurrent", unsafe { (d.cuCtxPushCurrent)(ctx.raw) })?;
-        Ok(ContextBinding { pushed: true })
+        binding.pushed = true;
+        Ok(binding)
     }
 }
 
 impl Drop for ContextBinding {
     fn drop(&mut self) {
-        if !self.pushed {
-            return;
+        if self.pushed {
+            if let Ok(d) = driver() {
+                let mut popped: CUcontext = std::ptr::null_mut();
+                // SAFETY: we pushed a context in `bind` on this same thread.
+                let _ = unsafe { (d.cuCtxPopCurrent)(&mut popped) };
+            }
         }
-        if let Ok(d) = driver() {
-            let mut popped: CUcontext = std::ptr::null_mut();
-            // SAFETY: we pushed a context in `bind` on this same thread.
-            let _ = unsafe { (d.cuCtxPopCurrent)(&mut popped) };
+        // SAFETY: a non-null gate lives as long as the context (see RawCtx);
+        // this binding entered it.
+        if let Some(gate) = unsafe { self.gate.as_ref() } {
+            gate.leave();
         }
     }
 }

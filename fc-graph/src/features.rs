@@ -118,6 +118,61 @@ const DESCRIPTIONS: &[(&str, Known)] = &[
             description: "not used by the library; diagnostics (its PDL tests dump graphs as Graphviz DOT)",
         },
     ),
+    (
+        "cuDeviceGetDevResource",
+        Known {
+            name: "device resources",
+            needs_abi: 12040,
+            since_cuda: "12.4",
+            description: "the device's SMs, the resources of an isolated context's green context",
+        },
+    ),
+    (
+        "cuDevResourceGenerateDesc",
+        Known {
+            name: "resource descriptors",
+            needs_abi: 12040,
+            since_cuda: "12.4",
+            description: "the resource descriptor a green context is created from",
+        },
+    ),
+    (
+        "cuGreenCtxCreate",
+        Known {
+            name: "green contexts",
+            needs_abi: 12040,
+            since_cuda: "12.4",
+            description: "isolated contexts are green contexts (all SMs, full speed beside the primary); without them, \
+                          private contexts (cuCtxCreate), which time-slice the GPU",
+        },
+    ),
+    (
+        "cuGreenCtxDestroy",
+        Known {
+            name: "green context teardown",
+            needs_abi: 12040,
+            since_cuda: "12.4",
+            description: "destroys an isolated context's green context",
+        },
+    ),
+    (
+        "cuCtxFromGreenCtx",
+        Known {
+            name: "green context handles",
+            needs_abi: 12040,
+            since_cuda: "12.4",
+            description: "the CUcontext of an isolated context's green context (streams, modules, memory, capture)",
+        },
+    ),
+    (
+        "cuGreenCtxStreamCreate",
+        Known {
+            name: "green context streams",
+            needs_abi: 12050,
+            since_cuda: "12.5",
+            description: "an isolated green context's stream; without it (12.4) the stream is created with the green context current",
+        },
+    ),
 ];
 
 /// Generic description of an optional entry point fc-graph has no text for.

@@ -127,9 +127,13 @@
 //! pointers can be exchanged freely. But a device-wide synchronisation by
 //! another library (`cudaDeviceSynchronize`, `torch.cuda.synchronize()`,
 //! `cudaFree`) while one of our captures is open invalidates that capture
-//! ([`Error::CaptureInvalidated`]). [`Context::isolated`] creates a private
-//! CUDA context: other libraries' synchronisations neither see nor break
-//! its captures, at the price of memory and modules of its own.
+//! ([`Error::CaptureInvalidated`]). [`Context::isolated`] creates a context
+//! of its own, a green context where the driver has them (CUDA 12.4+),
+//! else a private CUDA context ([`Context::isolation`] tells which;
+//! [`isolation`] explains the choice): other libraries' synchronisations
+//! neither see nor break its captures, at the price of memory and modules
+//! of its own. A green context runs beside the primary context at full
+//! speed; a private one time-slices the GPU with it.
 //! [`Context::capture_with_retry`] records a capture again when it was
 //! invalidated:
 //!
@@ -257,7 +261,8 @@
 //! [`buffer`] and [`pool`] hold devices, contexts and memory; [`builtins`]
 //! and [`module`] the kernels, [`launch`] how they are launched (with
 //! programmatic dependent launch where it pays); [`capture`],
-//! [`capture_state`], [`held`] and [`graph`] capture and replay; [`event`]
+//! [`capture_state`], [`held`] and [`graph`] capture and replay;
+//! [`isolation`] how isolated contexts are made; [`event`]
 //! timing events; [`buckets`] token buckets; [`cache`] the graph cache.
 
 pub mod buckets;
@@ -274,6 +279,7 @@ pub mod event;
 pub mod features;
 pub mod graph;
 pub mod held;
+pub mod isolation;
 pub mod launch;
 pub mod module;
 pub mod pool;
@@ -290,6 +296,7 @@ pub use driver::driver;
 pub use error::{Error, Result};
 pub use event::Event;
 pub use graph::{BreakFn, Graph, UpdateReport};
+pub use isolation::{Isolation, IsolationRequest};
 pub use launch::{supports_pdl, LaunchOptions};
 pub use module::{Kernel, KernelArg, LaunchConfig, LaunchLimits, Module};
 

@@ -104,6 +104,11 @@ extern "C" {
 #define FC_CAPTURE_MODE_THREAD_LOCAL 1
 #define FC_CAPTURE_MODE_RELAXED 2
 
+/* ---- context isolation (fc_ctx_isolation) ------------------------------ */
+#define FC_ISOLATION_NONE 0    /* the device's primary context              */
+#define FC_ISOLATION_GREEN 1   /* a green context over all SMs (CUDA 12.4+) */
+#define FC_ISOLATION_PRIVATE 2 /* a private context (cuCtxCreate)           */
+
 /* ---- opaque handles ---------------------------------------------------- */
 typedef struct fc_cuda_ctx fc_cuda_ctx;
 typedef struct fc_buffer fc_buffer;
@@ -154,16 +159,27 @@ int fc_live_objects(size_t *handles, size_t *contexts);
  *     (cudaDeviceSynchronize, torch.cuda.synchronize(), cudaFree) while one
  *     of our captures is open invalidates that capture
  *     (FC_ERR_CAPTURE_INVALIDATED; fc_graph_capture_ctx records again).
- *   - fc_cuda_init_device_isolated: a PRIVATE context (cuCtxCreate). Other
+ *   - fc_cuda_init_device_isolated: an ISOLATED context: a GREEN context
+ *     over all the device's SMs where the driver has them (CUDA 12.4+;
+ *     cuGreenCtxCreate), else a PRIVATE context (cuCtxCreate). Other
  *     libraries' synchronisations and captures neither see nor break its
- *     captures. Its buffers, modules and kernels belong to it alone (mixing
- *     them with another context's gives FC_ERR_WRONG_CONTEXT), the device
- *     holds one more context (about 530 MiB on an H200), every call pushes
- *     and pops the context on the calling thread (it is never left
- *     current, so other libraries on the thread are not affected), and
- *     when it and another context both have work in flight the GPU
- *     time-slices them (two busy contexts replayed at 0.16x the rate of
- *     one on an H200).
+ *     captures (a synchronisation of the primary context still waits for a
+ *     green context's work). Its buffers, modules and kernels belong to it
+ *     alone (mixing them with another context's gives
+ *     FC_ERR_WRONG_CONTEXT), and every call pushes and pops the context on
+ *     the calling thread (it is never left current, so other libraries on
+ *     the thread are not affected; a green context is made current on one
+ *     thread at a time, the library's calls on other threads wait). A
+ *     green context runs beside the primary context at full speed. A
+ *     private one costs one more context on the device (about 530 MiB on
+ *     an H200), and when it and another context both have work in flight
+ *     the GPU time-slices them (a primary + a private context replayed at
+ *     0.09x of two streams of one context on an H200).
+ *     The environment variable FC_ISOLATION, read once per process, picks:
+ *     "auto" (or unset: green where possible; when creating the green
+ *     context fails, e.g. under MPS, private), "green" (green or NULL with
+ *     the reason) or "private" (always cuCtxCreate). fc_ctx_isolation
+ *     tells which a context got; `fcgraph info` which this driver gives.
  *   Use isolated contexts when the engine shares the GPU with other CUDA
  *   users in the same process, does not exchange memory with them, and
  *   their GPU work is light; when both keep the GPU busy, share the primary
@@ -189,8 +205,14 @@ fc_cuda_ctx *fc_cuda_init_device_isolated(int device);
 void fc_cuda_ctx_free(fc_cuda_ctx *ctx);
 /* Device ordinal of the context, or -1 (and an error) for a bad handle. */
 int fc_cuda_ctx_device_id(const fc_cuda_ctx *ctx);
-/* 1 for an isolated context, 0 for a primary one, -1 for a bad handle. */
+/* 1 for an isolated context (green or private), 0 for a primary one, -1
+ * (and an error) for a bad handle. */
 int fc_ctx_is_isolated(const fc_cuda_ctx *ctx);
+/* What the context is isolated by: FC_ISOLATION_NONE (a primary context),
+ * FC_ISOLATION_GREEN or FC_ISOLATION_PRIVATE; -1 (and an error) for a bad
+ * handle. A value fixed when the context was made: callable from any
+ * thread, at any time, also while the context captures. */
+int fc_ctx_isolation(const fc_cuda_ctx *ctx);
 /* Waits for the work queued on this context's stream only (never the whole
  * device). Refused with FC_ERR_CAPTURE_STATE while the context captures. */
 int fc_sync_ctx(fc_cuda_ctx *ctx);
