@@ -273,6 +273,7 @@ pub mod error;
 pub mod event;
 pub mod features;
 pub mod graph;
+pub mod graph_builder;
 pub mod held;
 pub mod launch;
 pub mod module;
@@ -290,6 +291,7 @@ pub use driver::driver;
 pub use error::{Error, Result};
 pub use event::Event;
 pub use graph::{BreakFn, Graph, UpdateReport};
+pub use graph_builder::{BuiltGraph, GraphBuilder, KernelParams, MemsetParams};
 pub use launch::{supports_pdl, LaunchOptions};
 pub use module::{Kernel, KernelArg, LaunchConfig, LaunchLimits, Module};
 
