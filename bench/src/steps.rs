@@ -184,9 +184,15 @@ pub fn step_label(step: &str) -> &'static str {
         "table_recapture_update_pdl" => "the table's recapture_update, PDL on both sides",
         "table_recapture_update_plain" => "the table's recapture_update, plain launches on both sides",
         "build_instantiate" => "graph built node by node + instantiate vs stream capture + instantiate",
-        "node_update_all" => "every node's parameters changed, node by node vs re-capture + cuGraphExecUpdate + destroy",
-        "node_update_one" => "K nodes re-set, one changed (the rest skipped) vs re-capture + cuGraphExecUpdate + destroy",
-        "node_update_none" => "K nodes re-set, none changed (no driver call) vs re-capture + cuGraphExecUpdate + destroy",
+        "node_update_all" => {
+            "every node's parameters changed, node by node vs re-capture + cuGraphExecUpdate + destroy"
+        }
+        "node_update_one" => {
+            "K nodes re-set, one changed (the rest skipped) vs re-capture + cuGraphExecUpdate + destroy"
+        }
+        "node_update_none" => {
+            "K nodes re-set, none changed (no driver call) vs re-capture + cuGraphExecUpdate + destroy"
+        }
         "built_launch_sync" => "launch + sync of the built graph vs the captured one (bare cuGraphLaunch)",
         _ => "",
     }

@@ -492,14 +492,20 @@ mod tests {
         assert_eq!(missing, ["cuFuncGetParamInfo", "cuLaunchKernelEx", "cuStreamBeginCaptureToGraph"]);
         assert!(matches!(fns.cuGraphAddKernelNode, Some(abi::cuGraphAddKernelNode::Abi::V10000(_))));
         assert!(matches!(fns.cuGraphAddDependencies, Some(abi::cuGraphAddDependencies::Abi::V10000(_))));
-        assert!(matches!(fns.cuGraphExecKernelNodeSetParams, Some(abi::cuGraphExecKernelNodeSetParams::Abi::V10010(_))));
+        assert!(matches!(
+            fns.cuGraphExecKernelNodeSetParams,
+            Some(abi::cuGraphExecKernelNodeSetParams::Abi::V10010(_))
+        ));
         assert!(!fns.has_programmatic_edges());
         let (fns, _) = requests_at(12000);
         assert!(matches!(fns.cuGraphExecUpdate, Some(abi::cuGraphExecUpdate::Abi::V12000(_))));
         assert!(matches!(fns.cuGraphGetEdges, Some(abi::cuGraphGetEdges::Abi::V10000(_))));
         assert!(!fns.has_edge_data());
         assert!(matches!(fns.cuGraphAddKernelNode, Some(abi::cuGraphAddKernelNode::Abi::V12000(_))));
-        assert!(matches!(fns.cuGraphExecKernelNodeSetParams, Some(abi::cuGraphExecKernelNodeSetParams::Abi::V12000(_))));
+        assert!(matches!(
+            fns.cuGraphExecKernelNodeSetParams,
+            Some(abi::cuGraphExecKernelNodeSetParams::Abi::V12000(_))
+        ));
         assert!(!fns.has_programmatic_edges() && fns.cuStreamBeginCaptureToGraph.is_none());
         let (fns, _) = requests_at(12030);
         assert!(fns.has_edge_data());

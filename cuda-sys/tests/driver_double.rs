@@ -311,8 +311,7 @@ fn check_graph_building(driver: &Driver, probe: &double::Probe, driver_version: 
     assert_eq!(&probe.last_args()[..4], &[2, n0 as u64, n1 as u64, 0]);
     probe.reset_last_called();
     // SAFETY: as above.
-    let res =
-        unsafe { driver.graph_add_dependencies(graph, &[n0], &[n1], Some(&[programmatic])) }.expect("resolved");
+    let res = unsafe { driver.graph_add_dependencies(graph, &[n0], &[n1], Some(&[programmatic])) }.expect("resolved");
     if with_data {
         assert_eq!(res, CUDA_SUCCESS);
         assert_eq!(probe.last_called(), Some(("cuGraphAddDependencies".to_string(), 12030)));

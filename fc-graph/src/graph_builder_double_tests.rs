@@ -4,6 +4,9 @@
 //! 12030 and 13000: each runs through the ABI that driver has, and an
 //! update that changes nothing makes no driver call. CPU only; runs in CI.
 
+// The features tests load the same file; each test module keeps its own copy
+// (it is test support, with no state shared across modules).
+#[allow(clippy::duplicate_mod)]
 #[path = "../../cuda-sys/tests/support/double.rs"]
 mod double;
 
