@@ -27,6 +27,15 @@ from isolated_table import isolated_table  # noqa: E402
 # (fc_buffer_size through the C ABI minus the Rust call it wraps).
 HANDLE_CHECK_GOAL_US = 0.020
 
+# fc-bench --steps, graph building (issue 18): (step, kind, bound, text).
+# "le": fc/bare must be at most the bound; "speedup": bare/fc at least it.
+BUILDER_GOALS = [
+    ("build_instantiate", "le", 0.95, "build node by node + instantiate vs stream capture + instantiate"),
+    ("node_update_all", "speedup", 1.5, "every node changed: node-by-node update vs re-capture + cuGraphExecUpdate"),
+    ("node_update_one", "speedup", 5.0, "one node of K changed: node-by-node update vs re-capture + cuGraphExecUpdate"),
+    ("built_launch_sync", "le", 1.05, "launch + sync of the built graph vs the bare captured one (PDL alike)"),
+]
+
 IMPLS = ("fc", "raw", "torch")
 IMPL_NAMES = {"fc": "fc-graph (Rust)", "raw": "raw driver API (C)", "torch": "PyTorch"}
 
@@ -554,6 +563,32 @@ def pdl_table(data, status, tally, missed, steps=None):
     return out
 
 
+def builder_goal_lines(rows, tally=None, missed=None):
+    """The graph-building goals (BUILDER_GOALS) per K, from the steps rows
+    `step_<step>_fc` / `step_<step>_bare`; counted into `tally` / `missed`."""
+    lines = []
+    ks = sorted({k for (row, k) in rows if row == "step_build_instantiate_fc"})
+    for k in ks:
+        for step, kind, bound, text in BUILDER_GOALS:
+            f, b = rows.get((f"step_{step}_fc", k)), rows.get((f"step_{step}_bare", k))
+            if not f or not b or not f.get("median_us") or not b.get("median_us"):
+                continue
+            fc_over_bare = f["median_us"] / b["median_us"]
+            if kind == "le":
+                ok, shown = fc_over_bare <= bound, f"{fc_over_bare:.2f}x (goal <= {bound}x)"
+            else:
+                ok, shown = 1 / fc_over_bare >= bound, f"{1 / fc_over_bare:.2f}x faster (goal >= {bound}x)"
+            verdict = "met" if ok else "MISSED"
+            lines.append(f"- K = {k}, {text}: {shown}: {verdict}")
+            if tally is not None:
+                tally[verdict] += 1
+            if missed is not None and not ok:
+                missed.append(f"graph building, K = {k}, {step}: {shown}")
+    if lines:
+        lines = ["", "**Graph building** (same process, alternating):", ""] + lines
+    return lines
+
+
 def steps_table(rows, err, tally=None, missed=None):
     """The attribution table: each step of fc-graph next to the bare driver
     call(s) it wraps, timed alternately in one process (`fc-bench --steps`;
@@ -583,6 +618,7 @@ def steps_table(rows, err, tally=None, missed=None):
                 and o.get("median_us") is not None):
             out.append(f"| {row[len('step_'):]} (bare driver calls only) | {k} | "
                        f"{o['median_us']:.3f} | — | — | — |")
+    out += builder_goal_lines(rows, tally, missed)
     hc, hb = rows.get(("step_handle_check_fc", 1)), rows.get(("step_handle_check_bare", 1))
     if hc and hb:
         cost = hc["median_us"] - hb["median_us"]

@@ -14,7 +14,8 @@ use std::os::raw::c_void;
 use std::time::Instant;
 
 use cuda_sys::*;
-use fc_graph::{CaptureMode, Context, DeviceBuffer, Graph, Module, Result};
+use fc_graph::graph_builder::Node;
+use fc_graph::{BinaryOp, BuiltGraph, CaptureMode, Context, DeviceBuffer, Graph, GraphBuilder, Module, Result};
 
 use crate::stats::{row_json, us_since, Summary, IMPL};
 
@@ -182,6 +183,17 @@ pub fn step_label(step: &str) -> &'static str {
         "table_capture_instantiate_plain" => "the table's capture_instantiate, plain launches on both sides",
         "table_recapture_update_pdl" => "the table's recapture_update, PDL on both sides",
         "table_recapture_update_plain" => "the table's recapture_update, plain launches on both sides",
+        "build_instantiate" => "graph built node by node + instantiate vs stream capture + instantiate",
+        "node_update_all" => {
+            "every node's parameters changed, node by node vs re-capture + cuGraphExecUpdate + destroy"
+        }
+        "node_update_one" => {
+            "K nodes re-set, one changed (the rest skipped) vs re-capture + cuGraphExecUpdate + destroy"
+        }
+        "node_update_none" => {
+            "K nodes re-set, none changed (no driver call) vs re-capture + cuGraphExecUpdate + destroy"
+        }
+        "built_launch_sync" => "launch + sync of the built graph vs the captured one (bare cuGraphLaunch)",
         _ => "",
     }
 }
@@ -519,6 +531,7 @@ pub fn run_steps(cfg: &StepsConfig, out: &mut dyn FnMut(StepOutput)) -> Result<(
 
         recapture_rows(d, &rig, k, iters, out)?;
         table_rows(d, &rig, k, iters, out)?;
+        builder_rows(d, &rig, k, iters, out)?;
         handle_check.measure();
     }
     handle_check.emit(out);
@@ -1048,4 +1061,138 @@ fn probe_without_current_context(d: &Driver, rig: &Rig) -> Result<NoContextProbe
         sync: rc_sync,
         pdl: rig.pdl.get(),
     })
+}
+
+/// The rig's K-kernel chain built node by node (PDL as the rig's built-ins
+/// use it): the nodes, in order.
+fn fc_build(rig: &Rig, k: usize) -> Result<(GraphBuilder, Vec<Node>)> {
+    let mut b = GraphBuilder::new(&rig.ctx)?;
+    let mut nodes = Vec::with_capacity(k);
+    for i in 0..k {
+        nodes.push(if i % 2 == 0 {
+            b.add(&rig.x, &rig.y, &rig.z, rig.n)?
+        } else {
+            b.mul(&rig.z, &rig.y, &rig.x, rig.n)?
+        });
+    }
+    Ok((b, nodes))
+}
+
+/// Node `i`'s operation and operands in variant `swap` (the commuted
+/// operands: other parameters, the same results).
+fn chain_node(rig: &Rig, i: usize, swap: bool) -> (BinaryOp, &DeviceBuffer, &DeviceBuffer, &DeviceBuffer) {
+    match (i % 2 == 0, swap) {
+        (true, false) => (BinaryOp::Add, &rig.x, &rig.y, &rig.z),
+        (true, true) => (BinaryOp::Add, &rig.y, &rig.x, &rig.z),
+        (false, false) => (BinaryOp::Mul, &rig.z, &rig.y, &rig.x),
+        (false, true) => (BinaryOp::Mul, &rig.y, &rig.z, &rig.x),
+    }
+}
+
+/// Re-sets every node of `g`, node `i` in variant `swap(i)`.
+fn fc_reset(rig: &Rig, g: &mut BuiltGraph, nodes: &[Node], swap: impl Fn(usize) -> bool) -> Result<()> {
+    for (i, &node) in nodes.iter().enumerate() {
+        let (op, a, b, o) = chain_node(rig, i, swap(i));
+        g.set_binary(node, op, a, b, o, rig.n)?;
+    }
+    Ok(())
+}
+
+/// Graph building (fc-graph's `GraphBuilder`) against bare stream capture,
+/// alternating, with the rig's launch mode (PDL where the built-ins use
+/// it): `build_instantiate`; `node_update_all` / `_one` / `_none` (every
+/// node re-set, all, one or none changed, against bare re-capture +
+/// `cuGraphExecUpdate` + destroying the re-captured graph; `_none` must
+/// make no driver call); `built_launch_sync` (the built graph against the
+/// bare captured one, launch + sync).
+fn builder_rows(d: &Driver, rig: &Rig, k: usize, iters: usize, out: &mut dyn FnMut(StepOutput)) -> Result<()> {
+    let (mut fc, mut bare) = (vec![], vec![]);
+    for it in 0..iters + 2 {
+        let t0 = Instant::now();
+        let (b, _) = fc_build(rig, k)?;
+        let g = b.instantiate()?;
+        let t1 = Instant::now();
+        drop(g);
+        let t2 = Instant::now();
+        let exec = BareExec::new(d, rig, k)?;
+        let t3 = Instant::now();
+        exec.destroy(d);
+        if it >= 2 {
+            fc.push(us_since(t0, t1));
+            bare.push(us_since(t2, t3));
+        }
+    }
+    emit(out, "build_instantiate", Variant::Fc, k, &mut fc);
+    emit(out, "build_instantiate", Variant::Bare, k, &mut bare);
+
+    if d.cuGraphExecUpdate.is_none() {
+        return Ok(());
+    }
+    let (b, nodes) = fc_build(rig, k)?;
+    let mut g = b.instantiate()?;
+    let mut exec = BareExec::new(d, rig, k)?;
+    let mut run = || -> Result<()> {
+        let one = k / 2;
+        let mut swapped = false;
+        for (step, which) in [("node_update_all", 0), ("node_update_one", 1), ("node_update_none", 2)] {
+            let (mut fc, mut bare) = (vec![], vec![]);
+            for it in 0..iters + 2 {
+                let before = g.update_calls();
+                let t0 = Instant::now();
+                match which {
+                    0 => {
+                        swapped = !swapped;
+                        fc_reset(rig, &mut g, &nodes, |_| swapped)?
+                    }
+                    1 => {
+                        swapped = !swapped;
+                        fc_reset(rig, &mut g, &nodes, |i| i == one && swapped)?
+                    }
+                    _ => fc_reset(rig, &mut g, &nodes, |_| false)?,
+                }
+                let t1 = Instant::now();
+                exec.recapture(d, rig, k, false)?;
+                let t2 = Instant::now();
+                let calls = g.update_calls() - before;
+                let want = [k as u64, 1, 0][which];
+                // `_one` after `_all` ended swapped: its first round sets back the rest.
+                if it > 0 && calls != want {
+                    return Err(fc_graph::Error::invalid(format!("{step} K={k}: {calls} driver calls, want {want}")));
+                }
+                if it >= 2 {
+                    fc.push(us_since(t0, t1));
+                    bare.push(us_since(t1, t2));
+                }
+            }
+            if which == 1 && swapped {
+                swapped = false;
+                fc_reset(rig, &mut g, &nodes, |_| false)?;
+            }
+            emit(out, step, Variant::Fc, k, &mut fc);
+            emit(out, step, Variant::Bare, k, &mut bare);
+        }
+
+        let (mut fc, mut bare) = (vec![], vec![]);
+        for it in 0..iters + 2 {
+            let t0 = Instant::now();
+            g.launch()?;
+            rig.ctx.synchronize()?;
+            let t1 = Instant::now();
+            // SAFETY: live executable and stream of the rig.
+            ok("cuGraphLaunch", unsafe { (d.cuGraphLaunch)(exec.exec, rig.bare_stream) })?;
+            // SAFETY: our stream.
+            ok("cuStreamSynchronize", unsafe { (d.cuStreamSynchronize)(rig.bare_stream) })?;
+            let t2 = Instant::now();
+            if it >= 2 {
+                fc.push(us_since(t0, t1));
+                bare.push(us_since(t1, t2));
+            }
+        }
+        emit(out, "built_launch_sync", Variant::Fc, k, &mut fc);
+        emit(out, "built_launch_sync", Variant::Bare, k, &mut bare);
+        Ok(())
+    };
+    let result = run();
+    exec.destroy(d);
+    result
 }

@@ -134,3 +134,148 @@ impl DriverFns {
         Some(Ok(edges))
     }
 }
+
+// --- graph building
+
+/// The v1 layout of `p` (the 10000/10010 ABIs): its first ten fields.
+/// `kern` and `ctx` have no v1 counterpart; with `func` set the driver
+/// ignores them in v2 as well, so the two describe the same launch.
+pub fn kernel_node_params_v1(p: &CUDA_KERNEL_NODE_PARAMS_v2) -> CUDA_KERNEL_NODE_PARAMS_v1 {
+    CUDA_KERNEL_NODE_PARAMS_v1 {
+        func: p.func,
+        gridDimX: p.gridDimX,
+        gridDimY: p.gridDimY,
+        gridDimZ: p.gridDimZ,
+        blockDimX: p.blockDimX,
+        blockDimY: p.blockDimY,
+        blockDimZ: p.blockDimZ,
+        sharedMemBytes: p.sharedMemBytes,
+        kernelParams: p.kernelParams,
+        extra: p.extra,
+    }
+}
+
+/// Whether an edge annotation is the plain one (a full dependency from the
+/// default port), which the 10000 ABI of `cuGraphAddDependencies` expresses.
+pub fn edge_is_default(e: &CUgraphEdgeData) -> bool {
+    e.from_port == CU_GRAPH_KERNEL_NODE_PORT_DEFAULT
+        && e.to_port == 0
+        && e.type_ as CUgraphDependencyType == CU_GRAPH_DEPENDENCY_TYPE_DEFAULT
+}
+
+impl DriverFns {
+    /// Adds a kernel node to `graph` after `deps` (full edges) through
+    /// whichever ABI of `cuGraphAddKernelNode` the driver has: the v2
+    /// parameters as given (12000), or converted to v1 (10000, which needs
+    /// `func` set: a `kern`-only launch is `CUDA_ERROR_NOT_SUPPORTED`
+    /// there, without a driver call). `None` when the driver has neither;
+    /// else the node or the failing status.
+    ///
+    /// # Safety
+    /// `graph` is a live graph not used by another thread during the call;
+    /// `deps` are nodes of it; `params` describes a valid launch of a live
+    /// function (its `kernelParams` point at one value per kernel parameter,
+    /// read during the call only).
+    pub unsafe fn graph_add_kernel_node(
+        &self,
+        graph: CUgraph,
+        deps: &[CUgraphNode],
+        params: &CUDA_KERNEL_NODE_PARAMS_v2,
+    ) -> Option<Result<CUgraphNode, CUresult>> {
+        let mut node: CUgraphNode = ptr::null_mut();
+        let deps_ptr = if deps.is_empty() { ptr::null() } else { deps.as_ptr() };
+        let res = match self.cuGraphAddKernelNode? {
+            // SAFETY: the 12.0 ABI; the caller's promise for the handles and
+            // parameters; `deps` holds `deps.len()` nodes; valid out-pointer.
+            abi::cuGraphAddKernelNode::Abi::V12000(f) => unsafe { f(&mut node, graph, deps_ptr, deps.len(), params) },
+            abi::cuGraphAddKernelNode::Abi::V10000(f) => {
+                if params.func.is_null() {
+                    return Some(Err(CUDA_ERROR_NOT_SUPPORTED));
+                }
+                let v1 = kernel_node_params_v1(params);
+                // SAFETY: as above, through the 10000 ABI with the same
+                // launch in the v1 layout.
+                unsafe { f(&mut node, graph, deps_ptr, deps.len(), &v1) }
+            }
+        };
+        Some(if res == CUDA_SUCCESS { Ok(node) } else { Err(res) })
+    }
+
+    /// Sets a kernel node's parameters in an executable graph through
+    /// whichever ABI of `cuGraphExecKernelNodeSetParams` the driver has
+    /// (v2 as given at 12000, v1 at 10010; a `kern`-only launch is
+    /// `CUDA_ERROR_NOT_SUPPORTED` at 10010, without a driver call). `None`
+    /// when it has neither; else the call's status.
+    ///
+    /// # Safety
+    /// `exec` is a live executable graph not used by another thread during
+    /// the call, `node` a kernel node of the graph it was instantiated from,
+    /// `params` a valid launch as for [`DriverFns::graph_add_kernel_node`].
+    pub unsafe fn graph_exec_kernel_node_set_params(
+        &self,
+        exec: CUgraphExec,
+        node: CUgraphNode,
+        params: &CUDA_KERNEL_NODE_PARAMS_v2,
+    ) -> Option<CUresult> {
+        Some(match self.cuGraphExecKernelNodeSetParams? {
+            // SAFETY: the 12.0 ABI; the caller's promise.
+            abi::cuGraphExecKernelNodeSetParams::Abi::V12000(f) => unsafe { f(exec, node, params) },
+            abi::cuGraphExecKernelNodeSetParams::Abi::V10010(f) => {
+                if params.func.is_null() {
+                    return Some(CUDA_ERROR_NOT_SUPPORTED);
+                }
+                let v1 = kernel_node_params_v1(params);
+                // SAFETY: the 10010 ABI with the same launch in the v1 layout.
+                unsafe { f(exec, node, &v1) }
+            }
+        })
+    }
+
+    /// Whether `cuGraphAddDependencies` takes edge data here (its 12030
+    /// ABI): programmatic edges can be built.
+    pub fn has_programmatic_edges(&self) -> bool {
+        matches!(self.cuGraphAddDependencies, Some(abi::cuGraphAddDependencies::Abi::V12030(_)))
+    }
+
+    /// Adds the edges `from[i] -> to[i]` to `graph` through whichever ABI
+    /// of `cuGraphAddDependencies` the driver has. `data` (one annotation
+    /// per edge, or `None` for full edges) goes to the 12030 ABI as given;
+    /// the 10000 ABI takes full edges only, so an annotation other than the
+    /// default one is `CUDA_ERROR_NOT_SUPPORTED` there (no driver call), as
+    /// are arrays of different lengths (`CUDA_ERROR_INVALID_VALUE`). `None`
+    /// when the driver has neither ABI.
+    ///
+    /// # Safety
+    /// `graph` is a live graph not used by another thread during the call,
+    /// and every node in `from` and `to` is one of its nodes.
+    pub unsafe fn graph_add_dependencies(
+        &self,
+        graph: CUgraph,
+        from: &[CUgraphNode],
+        to: &[CUgraphNode],
+        data: Option<&[CUgraphEdgeData]>,
+    ) -> Option<CUresult> {
+        let abi = self.cuGraphAddDependencies?;
+        if from.len() != to.len() || data.is_some_and(|d| d.len() != from.len()) {
+            return Some(CUDA_ERROR_INVALID_VALUE);
+        }
+        if from.is_empty() {
+            return Some(CUDA_SUCCESS);
+        }
+        Some(match abi {
+            abi::cuGraphAddDependencies::Abi::V12030(f) => {
+                let d = data.map_or(ptr::null(), |d| d.as_ptr());
+                // SAFETY: the 12.3 ABI; three arrays of `from.len()` entries
+                // (or no edge data); the caller's promise for the handles.
+                unsafe { f(graph, from.as_ptr(), to.as_ptr(), d, from.len()) }
+            }
+            abi::cuGraphAddDependencies::Abi::V10000(f) => {
+                if data.is_some_and(|d| !d.iter().all(edge_is_default)) {
+                    return Some(CUDA_ERROR_NOT_SUPPORTED);
+                }
+                // SAFETY: the 10000 ABI; two arrays of `from.len()` entries.
+                unsafe { f(graph, from.as_ptr(), to.as_ptr(), from.len()) }
+            }
+        })
+    }
+}

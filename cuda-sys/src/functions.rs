@@ -397,6 +397,32 @@ driver_functions! {
     /// on 12.4 the stream is made with `cuStreamCreate`, the green
     /// context's `CUcontext` current).
     optional fn cuGreenCtxStreamCreate(phStream: *mut CUstream, greenCtx: CUgreenCtx, flags: c_uint, priority: c_int) -> CUresult = 12050;
+    // --- graph building --------------------------------------------------
+    /// An empty graph, to add nodes to.
+    required fn cuGraphCreate(phGraph: *mut CUgraph, flags: c_uint) -> CUresult = 10000;
+    /// A kernel node: the 12.0 ABI (v2 parameters), else the 10000 ABI (v1
+    /// parameters, driver 470). Call it through
+    /// [`DriverFns::graph_add_kernel_node`].
+    optional fn cuGraphAddKernelNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, nodeParams: *const CUDA_KERNEL_NODE_PARAMS_v2) -> CUresult = 12000 as V12000
+        else V10000(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, nodeParams: *const CUDA_KERNEL_NODE_PARAMS_v1) -> CUresult = 10000;
+    /// A memset node (one ABI since CUDA 10.0).
+    required fn cuGraphAddMemsetNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, memsetParams: *const CUDA_MEMSET_NODE_PARAMS_v1, ctx: CUcontext) -> CUresult = 10000;
+    /// A child-graph node (a copy of `childGraph`).
+    required fn cuGraphAddChildGraphNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, childGraph: CUgraph) -> CUresult = 10000;
+    /// Edges: the 12.3 ABI with their annotations (programmatic edges),
+    /// else the 10000 ABI (full edges only). Call it through
+    /// [`DriverFns::graph_add_dependencies`].
+    optional fn cuGraphAddDependencies(hGraph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, edgeData: *const CUgraphEdgeData, numDependencies: usize) -> CUresult = 12030 as V12030
+        else V10000(hGraph: CUgraph, from: *const CUgraphNode, to: *const CUgraphNode, numDependencies: usize) -> CUresult = 10000;
+    /// A kernel node's parameters in an executable graph: the 12.0 ABI (v2),
+    /// else the 10010 ABI (v1). Call it through
+    /// [`DriverFns::graph_exec_kernel_node_set_params`].
+    optional fn cuGraphExecKernelNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, nodeParams: *const CUDA_KERNEL_NODE_PARAMS_v2) -> CUresult = 12000 as V12000
+        else V10010(hGraphExec: CUgraphExec, hNode: CUgraphNode, nodeParams: *const CUDA_KERNEL_NODE_PARAMS_v1) -> CUresult = 10010;
+    /// A memset node's parameters in an executable graph (CUDA 10.2+).
+    required fn cuGraphExecMemsetNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, memsetParams: *const CUDA_MEMSET_NODE_PARAMS_v1, ctx: CUcontext) -> CUresult = 10020;
+    /// Capture a stream into an existing graph, after given nodes (CUDA 12.3+).
+    optional fn cuStreamBeginCaptureToGraph(hStream: CUstream, hGraph: CUgraph, dependencies: *const CUgraphNode, dependencyData: *const CUgraphEdgeData, numDependencies: usize, mode: CUstreamCaptureMode) -> CUresult = 12030;
 }
 
 /// `cuGetProcAddress` itself, found with `dlsym`. The unversioned export has
@@ -489,15 +515,30 @@ mod tests {
             "cuGreenCtxDestroy",
             "cuGreenCtxStreamCreate",
             "cuLaunchKernelEx",
+            "cuStreamBeginCaptureToGraph",
         ];
         want.sort_unstable();
         assert_eq!(missing, want);
+        assert!(matches!(fns.cuGraphAddKernelNode, Some(abi::cuGraphAddKernelNode::Abi::V10000(_))));
+        assert!(matches!(fns.cuGraphAddDependencies, Some(abi::cuGraphAddDependencies::Abi::V10000(_))));
+        assert!(matches!(
+            fns.cuGraphExecKernelNodeSetParams,
+            Some(abi::cuGraphExecKernelNodeSetParams::Abi::V10010(_))
+        ));
+        assert!(!fns.has_programmatic_edges());
         let (fns, _) = requests_at(12000);
         assert!(matches!(fns.cuGraphExecUpdate, Some(abi::cuGraphExecUpdate::Abi::V12000(_))));
         assert!(matches!(fns.cuGraphGetEdges, Some(abi::cuGraphGetEdges::Abi::V10000(_))));
         assert!(!fns.has_edge_data());
+        assert!(matches!(fns.cuGraphAddKernelNode, Some(abi::cuGraphAddKernelNode::Abi::V12000(_))));
+        assert!(matches!(
+            fns.cuGraphExecKernelNodeSetParams,
+            Some(abi::cuGraphExecKernelNodeSetParams::Abi::V12000(_))
+        ));
+        assert!(!fns.has_programmatic_edges() && fns.cuStreamBeginCaptureToGraph.is_none());
         let (fns, _) = requests_at(12030);
         assert!(fns.has_edge_data());
+        assert!(fns.has_programmatic_edges() && fns.cuStreamBeginCaptureToGraph.is_some());
         assert_eq!(fns.resolved_abi("cuFuncGetParamInfo"), None);
     }
 
@@ -510,6 +551,9 @@ mod tests {
         }
         assert_eq!(crate::audit::abi_versions("cuGraphExecUpdate"), [12000, 10020]);
         assert_eq!(crate::audit::abi_versions("cuGraphGetEdges"), [12030, 10000]);
+        assert_eq!(crate::audit::abi_versions("cuGraphAddKernelNode"), [12000, 10000]);
+        assert_eq!(crate::audit::abi_versions("cuGraphAddDependencies"), [12030, 10000]);
+        assert_eq!(crate::audit::abi_versions("cuGraphExecKernelNodeSetParams"), [12000, 10010]);
     }
 
     #[test]

@@ -85,6 +85,8 @@ macro_rules! unions {
 }
 
 opaque!(CUctx_st, CUmod_st, CUfunc_st, CUstream_st, CUevent_st, CUgraph_st, CUgraphExec_st, CUgraphNode_st,);
+// Graph building.
+opaque!(CUkern_st);
 
 // --- green contexts (CUDA 12.4+)
 opaque!(CUgreenCtx_st, CUdevResourceDesc_st,);
@@ -170,6 +172,16 @@ aliases! {
     pub type CUdevResource_v1 = CUdevResource_st;
     /// `struct CUdevResource_st`, filled by `cuDeviceGetDevResource`.
     pub type CUdevResource = CUdevResource_v1;
+    // --- graph building
+    /// A library kernel (CUDA 12.0+); only a field of the v2 node parameters here.
+    pub type CUkernel = *mut CUkern_st;
+    /// `struct CUDA_KERNEL_NODE_PARAMS_st`: kernel node parameters of the
+    /// 10000/10010 ABIs (driver 470 and other pre-12.0 drivers).
+    pub type CUDA_KERNEL_NODE_PARAMS_v1 = CUDA_KERNEL_NODE_PARAMS_st;
+    /// `struct CUDA_KERNEL_NODE_PARAMS_v2_st`: kernel node parameters of the 12000 ABIs.
+    pub type CUDA_KERNEL_NODE_PARAMS_v2 = CUDA_KERNEL_NODE_PARAMS_v2_st;
+    /// `struct CUDA_MEMSET_NODE_PARAMS_st`: memset node parameters.
+    pub type CUDA_MEMSET_NODE_PARAMS_v1 = CUDA_MEMSET_NODE_PARAMS_st;
 }
 
 structs! {
@@ -234,6 +246,48 @@ structs! {
         pub type_: CUdevResourceType,
         pub _internal_padding: [c_uchar; 92],
         pub __bindgen_anon_1: CUdevResource_st__bindgen_ty_1,
+    }
+    // --- graph building
+    /// A kernel node's launch (`cuGraphAddKernelNode` 10000,
+    /// `cuGraphExecKernelNodeSetParams` 10010): the v1 layout, without
+    /// `kern` and `ctx`.
+    pub struct CUDA_KERNEL_NODE_PARAMS_st {
+        pub func: CUfunction,
+        pub gridDimX: c_uint,
+        pub gridDimY: c_uint,
+        pub gridDimZ: c_uint,
+        pub blockDimX: c_uint,
+        pub blockDimY: c_uint,
+        pub blockDimZ: c_uint,
+        pub sharedMemBytes: c_uint,
+        pub kernelParams: *mut *mut c_void,
+        pub extra: *mut *mut c_void,
+    }
+    /// A kernel node's launch, the 12000 ABIs' v2 layout: v1 plus `kern`
+    /// (used only when `func` is null) and `ctx` (ignored when `func` is set).
+    pub struct CUDA_KERNEL_NODE_PARAMS_v2_st {
+        pub func: CUfunction,
+        pub gridDimX: c_uint,
+        pub gridDimY: c_uint,
+        pub gridDimZ: c_uint,
+        pub blockDimX: c_uint,
+        pub blockDimY: c_uint,
+        pub blockDimZ: c_uint,
+        pub sharedMemBytes: c_uint,
+        pub kernelParams: *mut *mut c_void,
+        pub extra: *mut *mut c_void,
+        pub kern: CUkernel,
+        pub ctx: CUcontext,
+    }
+    /// A memset node: `height` rows of `width` elements of `elementSize`
+    /// bytes (1, 2 or 4) set to `value`, rows `pitch` bytes apart.
+    pub struct CUDA_MEMSET_NODE_PARAMS_st {
+        pub dst: CUdeviceptr,
+        pub pitch: usize,
+        pub value: c_uint,
+        pub elementSize: c_uint,
+        pub width: usize,
+        pub height: usize,
     }
 }
 

@@ -9,7 +9,10 @@
 //! - no request ever exceeds the driver's version (the double counts them);
 //! - an in-place update runs through the ABI that driver has (10020 before
 //!   12.0), success and failure decoded into the 12.0 form; the edge query
-//!   through its ABI, with edge data only at 12030.
+//!   through its ABI, with edge data only at 12030;
+//! - graph building (kernel nodes, their updates in executable graphs,
+//!   edges) through the ABI that driver has, the v2 kernel parameters
+//!   converted to v1 before 12.0, programmatic edges only from 12.3.
 //!
 //! Runs in CI (plain `cargo test`); without a C compiler it fails, as the
 //! loader tests do.
@@ -70,6 +73,10 @@ fn optional_reference(driver_version: i32) -> &'static [(&'static str, Option<i3
             ("cuGraphExecUpdate", Some(10020)),
             ("cuGraphGetEdges", Some(10000)),
             ("cuGraphDebugDotPrint", Some(11030)),
+            ("cuGraphAddKernelNode", Some(10000)),
+            ("cuGraphAddDependencies", Some(10000)),
+            ("cuGraphExecKernelNodeSetParams", Some(10010)),
+            ("cuStreamBeginCaptureToGraph", None),
         ],
         12000 => &[
             ("cuLaunchKernelEx", Some(11060)),
@@ -77,6 +84,10 @@ fn optional_reference(driver_version: i32) -> &'static [(&'static str, Option<i3
             ("cuGraphExecUpdate", Some(12000)),
             ("cuGraphGetEdges", Some(10000)),
             ("cuGraphDebugDotPrint", Some(11030)),
+            ("cuGraphAddKernelNode", Some(12000)),
+            ("cuGraphAddDependencies", Some(10000)),
+            ("cuGraphExecKernelNodeSetParams", Some(12000)),
+            ("cuStreamBeginCaptureToGraph", None),
         ],
         12030 => &[
             ("cuLaunchKernelEx", Some(11060)),
@@ -84,6 +95,10 @@ fn optional_reference(driver_version: i32) -> &'static [(&'static str, Option<i3
             ("cuGraphExecUpdate", Some(12000)),
             ("cuGraphGetEdges", Some(12030)),
             ("cuGraphDebugDotPrint", Some(11030)),
+            ("cuGraphAddKernelNode", Some(12000)),
+            ("cuGraphAddDependencies", Some(12030)),
+            ("cuGraphExecKernelNodeSetParams", Some(12000)),
+            ("cuStreamBeginCaptureToGraph", Some(12030)),
         ],
         13000 => &[
             ("cuLaunchKernelEx", Some(11060)),
@@ -91,6 +106,10 @@ fn optional_reference(driver_version: i32) -> &'static [(&'static str, Option<i3
             ("cuGraphExecUpdate", Some(12000)),
             ("cuGraphGetEdges", Some(12030)),
             ("cuGraphDebugDotPrint", Some(11030)),
+            ("cuGraphAddKernelNode", Some(12000)),
+            ("cuGraphAddDependencies", Some(12030)),
+            ("cuGraphExecKernelNodeSetParams", Some(12000)),
+            ("cuStreamBeginCaptureToGraph", Some(12030)),
         ],
         _ => &[],
     }
@@ -210,7 +229,101 @@ fn check_driver_version(driver_version: i32) {
     } else {
         assert_eq!(types, [None, None, None]);
     }
+
+    // 6. Graph building through the ABIs this driver has: kernel nodes and
+    //    their executable-graph updates in the v2 layout at 12000+, else
+    //    converted to v1; edges with data at 12030+, else full ones only.
+    check_graph_building(&driver, &probe, driver_version);
     assert_eq!(probe.over_requests(), 0, "no request after loading either");
+}
+
+fn check_graph_building(driver: &Driver, probe: &double::Probe, driver_version: i32) {
+    let v2 = driver_version >= 12000;
+    let (kernel_abi, set_abi) = if v2 { (12000, 12000) } else { (10000, 10010) };
+    let func = 0xF00usize as CUfunction;
+    let mut value: u64 = 0xABCD_0123; // read by the stubs through `params_arr`
+    let mut params_arr: [*mut c_void; 1] = [(&mut value as *mut u64).cast()];
+    let params = CUDA_KERNEL_NODE_PARAMS_v2 {
+        func,
+        gridDimX: 7,
+        gridDimY: 1,
+        gridDimZ: 1,
+        blockDimX: 256,
+        blockDimY: 1,
+        blockDimZ: 1,
+        sharedMemBytes: 48,
+        kernelParams: params_arr.as_mut_ptr(),
+        extra: std::ptr::null_mut(),
+        kern: std::ptr::null_mut(),
+        ctx: std::ptr::null_mut(),
+    };
+    let graph = 0xE3usize as CUgraph;
+    probe.reset_last_called();
+    // SAFETY: the double only reads the parameters.
+    let n0 = unsafe { driver.graph_add_kernel_node(graph, &[], &params) }.expect("resolved").expect("added");
+    assert_eq!(probe.last_called(), Some(("cuGraphAddKernelNode".to_string(), kernel_abi)));
+    let a = probe.last_args();
+    assert_eq!(a[0], n0 as u64, "the node the stub handed out");
+    assert_eq!(&a[1..7], &[0, func as u64, 7, 256, 48, 0xABCD_0123], "the launch, read through the ABI's layout");
+    // SAFETY: as above; one dependency.
+    let n1 = unsafe { driver.graph_add_kernel_node(graph, &[n0], &params) }.expect("resolved").expect("added");
+    assert_ne!(n0, n1);
+    assert_eq!(probe.last_args()[1], 1, "one dependency");
+    // A kern-only launch has no v1 form: refused before any call there.
+    let kern_only = CUDA_KERNEL_NODE_PARAMS_v2 { func: std::ptr::null_mut(), kern: 0x77usize as CUkernel, ..params };
+    probe.reset_last_called();
+    // SAFETY: as above.
+    let r = unsafe { driver.graph_add_kernel_node(graph, &[], &kern_only) }.expect("resolved");
+    if v2 {
+        assert!(r.is_ok());
+        assert_eq!(probe.last_args()[7], 0x77, "kern reaches the v2 stub");
+    } else {
+        assert_eq!(r, Err(CUDA_ERROR_NOT_SUPPORTED));
+        assert_eq!(probe.last_called(), None, "no call through the v1 ABI");
+    }
+
+    let exec = 0xE4usize as CUgraphExec;
+    probe.reset_last_called();
+    // SAFETY: `params_arr[0]` points at `value`, live and otherwise unborrowed.
+    unsafe { params_arr[0].cast::<u64>().write(0x5555) };
+    // SAFETY: the double only reads the parameters.
+    let res = unsafe { driver.graph_exec_kernel_node_set_params(exec, n1, &params) }.expect("resolved");
+    assert_eq!(res, CUDA_SUCCESS);
+    assert_eq!(probe.last_called(), Some(("cuGraphExecKernelNodeSetParams".to_string(), set_abi)));
+    let a = probe.last_args();
+    assert_eq!(&a[..7], &[exec as u64, n1 as u64, func as u64, 7, 256, 48, 0x5555]);
+
+    // Edges: annotated at 12030+, full ones only before.
+    let programmatic = CUgraphEdgeData {
+        from_port: CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC,
+        to_port: 0,
+        type_: CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC as u8,
+        reserved: [0; 5],
+    };
+    let with_data = driver_version >= 12030;
+    assert_eq!(driver.has_programmatic_edges(), with_data);
+    let dep_abi = if with_data { 12030 } else { 10000 };
+    probe.reset_last_called();
+    // SAFETY: the double only reads the arrays.
+    let res = unsafe { driver.graph_add_dependencies(graph, &[n0, n1], &[n1, n0], None) }.expect("resolved");
+    assert_eq!(res, CUDA_SUCCESS);
+    assert_eq!(probe.last_called(), Some(("cuGraphAddDependencies".to_string(), dep_abi)));
+    assert_eq!(&probe.last_args()[..4], &[2, n0 as u64, n1 as u64, 0]);
+    probe.reset_last_called();
+    // SAFETY: as above.
+    let res = unsafe { driver.graph_add_dependencies(graph, &[n0], &[n1], Some(&[programmatic])) }.expect("resolved");
+    if with_data {
+        assert_eq!(res, CUDA_SUCCESS);
+        assert_eq!(probe.last_called(), Some(("cuGraphAddDependencies".to_string(), 12030)));
+        let a = probe.last_args();
+        assert_eq!(&a[..6], &[1, n0 as u64, n1 as u64, 1, 1, 1], "a programmatic edge from the programmatic port");
+    } else {
+        assert_eq!(res, CUDA_ERROR_NOT_SUPPORTED, "no programmatic edges before 12.3");
+        assert_eq!(probe.last_called(), None, "refused without a call");
+    }
+    // SAFETY: mismatched lengths are refused before any call.
+    let res = unsafe { driver.graph_add_dependencies(graph, &[n0, n1], &[n1], None) }.expect("resolved");
+    assert_eq!(res, CUDA_ERROR_INVALID_VALUE);
 }
 
 #[test]

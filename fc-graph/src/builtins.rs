@@ -43,6 +43,16 @@ impl BinaryOp {
     }
 }
 
+/// One built-in launch: the kernel, its configuration, its arguments
+/// `(a, b, out, n)` and whether it uses PDL.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BinaryLaunch {
+    pub(crate) func: CUfunction,
+    pub(crate) cfg: LaunchConfig,
+    pub(crate) args: (u64, u64, u64, u32),
+    pub(crate) pdl: bool,
+}
+
 /// The loaded module and its two kernels.
 pub(crate) struct Builtins {
     add: CUfunction,
@@ -116,11 +126,19 @@ impl Context {
         Ok(())
     }
 
-    /// Enqueues `out[i] = a[i] op b[i]` for `i < n` on the context's stream
-    /// (recorded when the context captures), with programmatic dependent
-    /// launch where [`Context::pdl_enabled`]. Checks every buffer first and
-    /// launches nothing when one is wrong. `n == 0` does nothing.
-    pub fn binary(&self, op: BinaryOp, a: &DeviceBuffer, b: &DeviceBuffer, out: &DeviceBuffer, n: usize) -> Result<()> {
+    /// The launch [`Context::binary`] makes for these operands (checked
+    /// here), or `None` for `n == 0` (nothing to launch). Shared with graph
+    /// building ([`crate::graph_builder`]), so a node's parameters are the
+    /// eager launch's.
+    #[inline]
+    pub(crate) fn binary_launch(
+        &self,
+        op: BinaryOp,
+        a: &DeviceBuffer,
+        b: &DeviceBuffer,
+        out: &DeviceBuffer,
+        n: usize,
+    ) -> Result<Option<BinaryLaunch>> {
         if n > u32::MAX as usize {
             return Err(Error::invalid(format!("n = {n} exceeds the kernel's 32-bit count")));
         }
@@ -128,27 +146,41 @@ impl Context {
         self.check_operand("b", b, n)?;
         self.check_operand("out", out, n)?;
         if n == 0 {
-            return Ok(());
+            return Ok(None);
         }
         let builtins = self.builtins()?;
-        let f = match op {
+        let func = match op {
             BinaryOp::Add => builtins.add,
             BinaryOp::Mul => builtins.mul,
         };
-        let pdl = builtins.pdl && self.pdl_switch_on();
-        let (mut pa, mut pb, mut po, mut pn) = (a.as_raw(), b.as_raw(), out.as_raw(), n as u32);
+        Ok(Some(BinaryLaunch {
+            func,
+            cfg: LaunchConfig { grid: ((n as u32).div_ceil(BLOCK), 1, 1), block: (BLOCK, 1, 1), shared_mem_bytes: 0 },
+            args: (a.as_raw(), b.as_raw(), out.as_raw(), n as u32),
+            pdl: builtins.pdl && self.pdl_switch_on(),
+        }))
+    }
+
+    /// Enqueues `out[i] = a[i] op b[i]` for `i < n` on the context's stream
+    /// (recorded when the context captures), with programmatic dependent
+    /// launch where [`Context::pdl_enabled`]. Checks every buffer first and
+    /// launches nothing when one is wrong. `n == 0` does nothing.
+    pub fn binary(&self, op: BinaryOp, a: &DeviceBuffer, b: &DeviceBuffer, out: &DeviceBuffer, n: usize) -> Result<()> {
+        let Some(BinaryLaunch { func, cfg, args, pdl }) = self.binary_launch(op, a, b, out, n)? else {
+            return Ok(());
+        };
+        let (mut pa, mut pb, mut po, mut pn) = args;
         let mut params: [*mut c_void; 4] = [
             (&mut pa as *mut u64).cast(),
             (&mut pb as *mut u64).cast(),
             (&mut po as *mut u64).cast(),
             (&mut pn as *mut u32).cast(),
         ];
-        let cfg = LaunchConfig { grid: ((n as u32).div_ceil(BLOCK), 1, 1), block: (BLOCK, 1, 1), shared_mem_bytes: 0 };
-        // SAFETY: `f` is a built-in of this context taking (u64, u64, u64,
-        // u32) as both PTX variants declare; each params entry points at a
-        // live value of that size. Both variants wait before touching memory,
-        // so PDL is safe for them.
-        unsafe { launch_kernel(self, f, &cfg, params.as_mut_ptr(), pdl) }
+        // SAFETY: `func` is a built-in of this context taking (u64, u64,
+        // u64, u32) as both PTX variants declare; each params entry points
+        // at a live value of that size. Both variants wait before touching
+        // memory, so PDL is safe for them.
+        unsafe { launch_kernel(self, func, &cfg, params.as_mut_ptr(), pdl) }
     }
 
     /// `out = a + b` over `n` floats; see [`Context::binary`].

@@ -272,7 +272,7 @@ impl LaunchConfig {
         LaunchConfig { grid: (n.div_ceil(block.max(1)).max(1), 1, 1), block: (block.max(1), 1, 1), shared_mem_bytes: 0 }
     }
 
-    fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         let (g, b) = (self.grid, self.block);
         if [g.0, g.1, g.2, b.0, b.1, b.2].contains(&0) {
             return Err(Error::invalid(format!("launch dimensions must be non-zero: grid {g:?}, block {b:?}")));

@@ -22,7 +22,10 @@
 //! which one it got (`identify`) and which one ran (`last_called`). Most
 //! stubs only record that they ran; `cuDriverGetVersion`, both ABIs of
 //! `cuGraphExecUpdate` and both of `cuGraphGetEdges` behave like the driver
-//! (a fixed four-node chain for the edges; an update result the test sets).
+//! (a fixed four-node chain for the edges; an update result the test sets),
+//! and both ABIs of `cuGraphAddKernelNode`, `cuGraphExecKernelNodeSetParams`
+//! and `cuGraphAddDependencies` record the arguments they read through
+//! their own parameter layout ([`Probe::last_args`]).
 //!
 //! Shared by the cuda-sys and fc-graph tests (`#[path]`), so it uses only
 //! `cc`, `libloading` and std.
@@ -68,7 +71,17 @@ const SPECIAL: &[(&str, i32)] = &[
     ("cuGraphExecUpdate", 12000),
     ("cuGraphGetEdges", 10000),
     ("cuGraphGetEdges", 12030),
+    ("cuGraphAddKernelNode", 10000),
+    ("cuGraphAddKernelNode", 12000),
+    ("cuGraphExecKernelNodeSetParams", 10010),
+    ("cuGraphExecKernelNodeSetParams", 12000),
+    ("cuGraphAddDependencies", 10000),
+    ("cuGraphAddDependencies", 12030),
 ];
+
+/// First fake node handle the double's `cuGraphAddKernelNode` hands out
+/// (then one more per call).
+pub const ADDED_NODE_BASE: usize = 0x2000;
 
 /// Fake node handles of the double's graph: a chain n1 -> n2 -> n3 -> n4
 /// whose middle edge is programmatic (type 1, from port 1).
@@ -147,6 +160,92 @@ static CUresult abi_cuGraphExecUpdate_v10020(void *exec, void *graph, void **err
 static void *edge_from[N_EDGES] = { (void *)NODE1, (void *)NODE2, (void *)NODE3 };
 static void *edge_to[N_EDGES] = { (void *)NODE2, (void *)NODE3, (void *)NODE4 };
 static const EdgeData edge_data[N_EDGES] = { {0, 0, 0, {0}}, {1, 0, 1, {0}}, {0, 0, 0, {0}} };
+
+/* Graph building: the stubs record their arguments (fc_double_last_args). */
+typedef struct {
+    void *func; unsigned gx, gy, gz, bx, by, bz, shmem; void **kernelParams; void **extra;
+} KernelParamsV1;
+typedef struct {
+    void *func; unsigned gx, gy, gz, bx, by, bz, shmem; void **kernelParams; void **extra; void *kern; void *ctx;
+} KernelParamsV2;
+
+#define N_ARGS 8
+static unsigned long long g_args[N_ARGS];
+static unsigned long long g_added = 0;
+void fc_double_last_args(unsigned long long *out) { memcpy(out, g_args, sizeof g_args); }
+static void record_v1(const KernelParamsV1 *p) {
+    g_args[2] = (unsigned long long)(size_t)p->func;
+    g_args[3] = p->gx; g_args[4] = p->bx; g_args[5] = p->shmem;
+    /* the first kernel parameter's first 8 bytes */
+    g_args[6] = p->kernelParams ? *(const unsigned long long *)p->kernelParams[0] : 0;
+}
+static void record_v2(const KernelParamsV2 *p) {
+    g_args[2] = (unsigned long long)(size_t)p->func;
+    g_args[3] = p->gx; g_args[4] = p->bx; g_args[5] = p->shmem;
+    g_args[6] = p->kernelParams ? *(const unsigned long long *)p->kernelParams[0] : 0;
+    g_args[7] = (unsigned long long)(size_t)p->kern | (unsigned long long)(size_t)p->ctx;
+}
+static CUresult add_kernel_common(void **node, size_t ndeps) {
+    if (!node) return CUDA_ERROR_INVALID_VALUE;
+    *node = (void *)(size_t)(ADDED_NODE_BASE + g_added++);
+    g_args[0] = (unsigned long long)(size_t)*node; g_args[1] = ndeps;
+    return CUDA_SUCCESS;
+}
+static CUresult abi_cuGraphAddKernelNode_v12000(void **node, void *graph, void *const *deps, size_t ndeps,
+                                                const KernelParamsV2 *p) {
+    (void)graph; (void)deps;
+    g_last_called = IDX_cuGraphAddKernelNode_v12000;
+    memset(g_args, 0, sizeof g_args);
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    record_v2(p);
+    return add_kernel_common(node, ndeps);
+}
+static CUresult abi_cuGraphAddKernelNode_v10000(void **node, void *graph, void *const *deps, size_t ndeps,
+                                                const KernelParamsV1 *p) {
+    (void)graph; (void)deps;
+    g_last_called = IDX_cuGraphAddKernelNode_v10000;
+    memset(g_args, 0, sizeof g_args);
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    record_v1(p);
+    return add_kernel_common(node, ndeps);
+}
+static CUresult abi_cuGraphExecKernelNodeSetParams_v12000(void *exec, void *node, const KernelParamsV2 *p) {
+    g_last_called = IDX_cuGraphExecKernelNodeSetParams_v12000;
+    memset(g_args, 0, sizeof g_args);
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    record_v2(p);
+    g_args[0] = (unsigned long long)(size_t)exec; g_args[1] = (unsigned long long)(size_t)node;
+    return CUDA_SUCCESS;
+}
+static CUresult abi_cuGraphExecKernelNodeSetParams_v10010(void *exec, void *node, const KernelParamsV1 *p) {
+    g_last_called = IDX_cuGraphExecKernelNodeSetParams_v10010;
+    memset(g_args, 0, sizeof g_args);
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    record_v1(p);
+    g_args[0] = (unsigned long long)(size_t)exec; g_args[1] = (unsigned long long)(size_t)node;
+    return CUDA_SUCCESS;
+}
+static CUresult abi_cuGraphAddDependencies_v12030(void *graph, void *const *from, void *const *to,
+                                                  const EdgeData *data, size_t n) {
+    (void)graph;
+    g_last_called = IDX_cuGraphAddDependencies_v12030;
+    memset(g_args, 0, sizeof g_args);
+    if (!from || !to) return CUDA_ERROR_INVALID_VALUE;
+    g_args[0] = n;
+    g_args[1] = (unsigned long long)(size_t)from[0]; g_args[2] = (unsigned long long)(size_t)to[0];
+    g_args[3] = data ? 1 : 0;
+    if (data) { g_args[4] = data[0].from_port; g_args[5] = data[0].type; g_args[6] = data[n - 1].type; }
+    return CUDA_SUCCESS;
+}
+static CUresult abi_cuGraphAddDependencies_v10000(void *graph, void *const *from, void *const *to, size_t n) {
+    (void)graph;
+    g_last_called = IDX_cuGraphAddDependencies_v10000;
+    memset(g_args, 0, sizeof g_args);
+    if (!from || !to) return CUDA_ERROR_INVALID_VALUE;
+    g_args[0] = n;
+    g_args[1] = (unsigned long long)(size_t)from[0]; g_args[2] = (unsigned long long)(size_t)to[0];
+    return CUDA_SUCCESS;
+}
 
 static CUresult edges_common(void **from, void **to, EdgeData *data, size_t *n) {
     size_t i, want;
@@ -247,6 +346,7 @@ pub fn source(driver_version: i32) -> Result<String, String> {
     let hist = history()?;
     let pairs: Vec<(&str, i32)> = hist.iter().flat_map(|(n, vs)| vs.iter().map(move |&v| (n.as_str(), v))).collect();
     let mut c = format!("#define DRIVER_VERSION {driver_version}\n");
+    c += &format!("#define ADDED_NODE_BASE 0x{ADDED_NODE_BASE:x}\n");
     for (i, n) in NODES.iter().enumerate() {
         c += &format!("#define NODE{} 0x{n:x}\n", i + 1);
     }
@@ -392,6 +492,21 @@ impl Probe {
         // SAFETY: valid out-pointers.
         unsafe { f(&mut exec, &mut graph) };
         (exec, graph)
+    }
+
+    /// What the last graph-building stub recorded (zeros where it records
+    /// nothing). `cuGraphAddKernelNode`: `[node, numDependencies, func,
+    /// gridDimX, blockDimX, sharedMemBytes, first 8 bytes of parameter 0,
+    /// kern | ctx (v2 only)]`; `cuGraphExecKernelNodeSetParams`: the same
+    /// with `[exec, node, ...]` first; `cuGraphAddDependencies`: `[n,
+    /// from[0], to[0], has edge data, data[0].from_port, data[0].type,
+    /// data[n-1].type]`.
+    pub fn last_args(&self) -> [u64; 8] {
+        let f: unsafe extern "C" fn(*mut u64) = self.sym(b"fc_double_last_args\0");
+        let mut out = [0u64; 8];
+        // SAFETY: the double writes eight values.
+        unsafe { f(out.as_mut_ptr()) };
+        out
     }
 
     /// Asks the double's `cuGetProcAddress` (11.3 ABI) directly.

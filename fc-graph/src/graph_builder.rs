@@ -1,0 +1,954 @@
+//! Graphs built node by node: no stream enters capture mode, so nothing
+//! another thread or library does on the GPU (a device-wide
+//! synchronisation, a capture in GLOBAL mode) can invalidate or refuse the
+//! recording, and executable graphs are updated node by node.
+//!
+//! A [`GraphBuilder`] owns a `CUgraph` of one [`Context`] (destroyed on
+//! drop). Its nodes are the library's own launches, with the parameters the
+//! eager launch would use:
+//! - built-in kernels ([`GraphBuilder::add`], [`GraphBuilder::mul`],
+//!   [`KernelParams::binary`]): the same function, grid, block and
+//!   arguments as [`Context::binary`];
+//! - user kernels ([`KernelParams::kernel`]): the arguments checked against
+//!   the PTX signature as [`Kernel::launch_with`] checks them;
+//! - memsets ([`GraphBuilder::fill_bytes`], [`MemsetParams`]);
+//! - copies of other built graphs ([`GraphBuilder::add_child`]).
+//!
+//! **Dependencies and PDL.** Each `add_*` takes the nodes it depends on;
+//! the `push_*` forms and the built-in conveniences depend on the node added
+//! last, as a stream would order them. Where the eager launch would use
+//! programmatic dependent launch (built-ins where [`Context::pdl_enabled`],
+//! user kernels that opted in, see [`crate::launch`]) and the driver has
+//! annotated edges (CUDA 12.3+: `cuGraphAddDependencies` 12030), the edge
+//! from each kernel node it depends on is programmatic
+//! (`CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC` from
+//! `CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC`), the edge a stream capture of
+//! the PDL launch leaves; edges from other nodes, and every edge on older
+//! drivers (11.4-12.2, where PDL is never used), are full ones. Programmatic
+//! edges are added together in one `cuGraphAddDependencies` call before the
+//! graph is instantiated or its edges are read.
+//!
+//! **Driver ABIs.** Kernel nodes go through `cuGraphAddKernelNode` and
+//! `cuGraphExecKernelNodeSetParams` at their 12.0 ABI (v2 parameters), or
+//! at the 10000/10010 ABI with v1 parameters on older drivers (driver 470),
+//! through cuda-sys's adapters.
+//!
+//! **Updates.** [`GraphBuilder::instantiate`] makes a [`BuiltGraph`], whose
+//! [`BuiltGraph::set_kernel_params`] and [`BuiltGraph::set_memset_params`]
+//! change one node of the executable graph in place
+//! (`cuGraphExecKernelNodeSetParams`, `cuGraphExecMemsetNodeSetParams`).
+//! A node whose parameters did not change costs no driver call (so a
+//! re-recording that changes nothing makes none; [`BuiltGraph::update_calls`]
+//! counts them). An update cannot change a node's edges, so it cannot turn
+//! PDL on or off for a node: that is refused (build anew).
+//!
+//! **Memory.** As for captured graphs ([`crate::Graph`]), a node records
+//! device addresses, not buffers: the buffers a built graph's nodes use
+//! must stay allocated for as long as the graph may replay, and a graph
+//! must not replay after memory it writes was given to other uses. The
+//! graph keeps its [`Context`] (and so the context's built-in kernels) and
+//! every user kernel's module alive itself.
+
+use std::collections::HashMap;
+use std::os::raw::c_void;
+use std::ptr;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cuda_sys::*;
+
+use crate::buffer::DeviceBuffer;
+use crate::builtins::{BinaryLaunch, BinaryOp};
+use crate::context::Context;
+use crate::driver::{check, Failed};
+use crate::error::{Error, Result};
+use crate::graph::destroy_graph;
+use crate::launch::LaunchOptions;
+use crate::module::{Kernel, KernelArg, LaunchConfig};
+
+/// Gives every builder its own id, so a [`Node`] of one graph is refused by
+/// another.
+static NEXT_GRAPH_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A node of one [`GraphBuilder`] (and of the [`BuiltGraph`] made from it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Node {
+    graph: u64,
+    index: u32,
+}
+
+impl Node {
+    /// Its position in the order nodes were added (0 first).
+    pub fn index(self) -> usize {
+        self.index as usize
+    }
+}
+
+/// A kernel launch reduced to what the driver sees: function,
+/// configuration, argument bytes (each argument in 8-byte words of its
+/// own) and whether it launches with PDL. Two launches with equal specs are
+/// the same launch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LaunchSpec {
+    pub(crate) func: CUfunction,
+    pub(crate) cfg: LaunchConfig,
+    /// Argument values; argument `i` starts at word `starts[i]`.
+    pub(crate) words: Vec<u64>,
+    pub(crate) starts: Vec<u32>,
+    pub(crate) pdl: bool,
+}
+
+/// Most kernel parameters a launch spec passes without allocating its
+/// pointer array.
+const INLINE_PARAMS: usize = 16;
+
+impl LaunchSpec {
+    /// The built-in launch `l`: (u64, u64, u64, u32).
+    fn binary(l: &BinaryLaunch) -> LaunchSpec {
+        let (a, b, out, n) = l.args;
+        LaunchSpec { func: l.func, cfg: l.cfg, words: vec![a, b, out, n as u64], starts: vec![0, 1, 2, 3], pdl: l.pdl }
+    }
+
+    /// Calls `f` with the v2 node parameters of this launch; its
+    /// `kernelParams` point into `self.words`, valid during `f` only.
+    fn with_params<T>(&self, f: impl FnOnce(&CUDA_KERNEL_NODE_PARAMS_v2) -> T) -> T {
+        let base = self.words.as_ptr() as *mut u64;
+        // SAFETY (of the pointer arithmetic): every start lies inside `words`
+        // (the constructors make it so); the pointers are only read.
+        let ptr_at = |s: u32| unsafe { base.add(s as usize) }.cast::<c_void>();
+        let mut inline = [ptr::null_mut::<c_void>(); INLINE_PARAMS];
+        let mut heap = Vec::new();
+        let params: *mut *mut c_void = if self.starts.len() <= INLINE_PARAMS {
+            for (slot, &s) in inline.iter_mut().zip(&self.starts) {
+                *slot = ptr_at(s);
+            }
+            inline.as_mut_ptr()
+        } else {
+            heap.extend(self.starts.iter().map(|&s| ptr_at(s)));
+            heap.as_mut_ptr()
+        };
+        let (g, b) = (self.cfg.grid, self.cfg.block);
+        let p = CUDA_KERNEL_NODE_PARAMS_v2 {
+            func: self.func,
+            gridDimX: g.0,
+            gridDimY: g.1,
+            gridDimZ: g.2,
+            blockDimX: b.0,
+            blockDimY: b.1,
+            blockDimZ: b.2,
+            sharedMemBytes: self.cfg.shared_mem_bytes,
+            kernelParams: if self.starts.is_empty() { ptr::null_mut() } else { params },
+            extra: ptr::null_mut(),
+            kern: ptr::null_mut(),
+            ctx: ptr::null_mut(),
+        };
+        f(&p)
+    }
+}
+
+/// The parameters of one kernel node: a launch as the library would make
+/// it eagerly, checked when made.
+#[derive(Clone)]
+pub struct KernelParams {
+    spec: LaunchSpec,
+    /// The context whose memory and functions the launch uses.
+    owner: Context,
+    /// A user kernel's handle, keeping its module loaded.
+    kernel: Option<Kernel>,
+}
+
+// SAFETY: a CUfunction handle may be used from any thread; the module it
+// belongs to is kept alive by `kernel` (user kernels) or `owner` (built-ins).
+unsafe impl Send for KernelParams {}
+// SAFETY: as above; nothing is mutated through a shared reference.
+unsafe impl Sync for KernelParams {}
+
+impl std::fmt::Debug for KernelParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernelParams")
+            .field("kernel", &self.kernel.as_ref().map(|k| k.name().to_string()))
+            .field("cfg", &self.spec.cfg)
+            .field("pdl", &self.spec.pdl)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KernelParams {
+    /// The launch of `out = a op b` over `n` floats on `ctx`, exactly as
+    /// [`Context::binary`] makes it (PDL where [`Context::pdl_enabled`]).
+    /// `n == 0` is refused: the eager call launches nothing, and a graph
+    /// node cannot do nothing.
+    pub fn binary(
+        ctx: &Context,
+        op: BinaryOp,
+        a: &DeviceBuffer,
+        b: &DeviceBuffer,
+        out: &DeviceBuffer,
+        n: usize,
+    ) -> Result<KernelParams> {
+        match ctx.binary_launch(op, a, b, out, n)? {
+            Some(l) => Ok(KernelParams { spec: LaunchSpec::binary(&l), owner: ctx.clone(), kernel: None }),
+            None => Err(Error::invalid("a built-in node over n = 0 elements launches nothing; leave it out")),
+        }
+    }
+
+    /// The launch of `kernel` on `ctx`'s device with `args`, checked as
+    /// [`Kernel::launch_on_with`] checks it, with PDL where that launch
+    /// would use it (`opts.pdl`, the device, the driver, `FC_PDL`, `ctx`'s
+    /// switch).
+    pub fn kernel(
+        kernel: &Kernel,
+        ctx: &Context,
+        cfg: LaunchConfig,
+        args: &[KernelArg<'_>],
+        opts: LaunchOptions,
+    ) -> Result<KernelParams> {
+        cfg.validate()?;
+        kernel.limits().check(kernel.name(), &cfg)?;
+        ctx.check_usable(&format!("kernel {}", kernel.name()), kernel.context())?;
+        kernel.check_args(args)?;
+        let mut words = Vec::with_capacity(args.len());
+        let mut starts = Vec::with_capacity(args.len());
+        for a in args {
+            starts.push(u32::try_from(words.len()).map_err(|_| Error::invalid("kernel arguments too large"))?);
+            match *a {
+                KernelArg::Bytes(b) => {
+                    let first = words.len();
+                    words.resize(first + b.len().div_ceil(8).max(1), 0);
+                    let dst: &mut [u64] = &mut words[first..];
+                    for (i, byte) in b.iter().enumerate() {
+                        dst[i / 8] |= (*byte as u64) << (8 * (i % 8));
+                    }
+                }
+                _ => words.push(arg_word(a)),
+            }
+        }
+        let pdl = kernel.uses_pdl(ctx, opts);
+        let spec = LaunchSpec { func: kernel.raw_function(), cfg, words, starts, pdl };
+        Ok(KernelParams { spec, owner: ctx.clone(), kernel: Some(kernel.clone()) })
+    }
+
+    /// Whether the node launches with PDL (a programmatic edge from the
+    /// kernel nodes it depends on, where the driver has them).
+    pub fn pdl(&self) -> bool {
+        self.spec.pdl
+    }
+
+    /// Its launch configuration.
+    pub fn config(&self) -> LaunchConfig {
+        self.spec.cfg
+    }
+}
+
+/// A scalar kernel argument in one little-endian 8-byte word, as
+/// [`Kernel::launch_on_with`] lays it out.
+fn arg_word(a: &KernelArg<'_>) -> u64 {
+    match *a {
+        KernelArg::Buffer(b) => b.as_raw(),
+        KernelArg::Ptr(p) => p,
+        KernelArg::U32(v) => v as u64,
+        KernelArg::I32(v) => v as u32 as u64,
+        KernelArg::U64(v) => v,
+        KernelArg::I64(v) => v as u64,
+        KernelArg::F32(v) => v.to_bits() as u64,
+        KernelArg::F64(v) => v.to_bits(),
+        KernelArg::Bytes(_) => 0,
+    }
+}
+
+/// The parameters of one memset node: `count` elements of 1 or 4 bytes set
+/// to `value`, in one row.
+#[derive(Clone)]
+pub struct MemsetParams {
+    raw: MemsetRaw,
+    owner: Context,
+}
+
+/// A memset node as the driver sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct MemsetRaw {
+    dst: CUdeviceptr,
+    value: u32,
+    element_size: u32,
+    count: usize,
+}
+
+impl MemsetRaw {
+    fn params(&self) -> CUDA_MEMSET_NODE_PARAMS_v1 {
+        CUDA_MEMSET_NODE_PARAMS_v1 {
+            dst: self.dst,
+            pitch: 0,
+            value: self.value,
+            elementSize: self.element_size,
+            width: self.count,
+            height: 1,
+        }
+    }
+}
+
+impl std::fmt::Debug for MemsetParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.raw.fmt(f)
+    }
+}
+
+impl MemsetParams {
+    fn checked(buf: &DeviceBuffer, offset: usize, count: usize, element_size: u32, value: u32) -> Result<Self> {
+        let len = count.checked_mul(element_size as usize).ok_or_else(|| Error::invalid("memset size overflows"))?;
+        let end = offset.checked_add(len).ok_or_else(|| Error::invalid("memset range overflows"))?;
+        if end > buf.size() {
+            return Err(Error::BufferTooSmall(format!(
+                "memset of bytes {offset}..{end} in a buffer of {} bytes",
+                buf.size()
+            )));
+        }
+        if count == 0 {
+            return Err(Error::invalid("a memset node of 0 bytes sets nothing; leave it out"));
+        }
+        if offset % element_size as usize != 0 {
+            return Err(Error::invalid(format!("memset offset {offset} is not a multiple of {element_size}")));
+        }
+        let raw = MemsetRaw { dst: buf.as_raw() + offset as u64, value, element_size, count };
+        Ok(MemsetParams { raw, owner: buf.context().clone() })
+    }
+
+    /// `len` bytes of `buf` from `offset` set to `value` (what
+    /// [`DeviceBuffer::fill_bytes`] does eagerly).
+    pub fn bytes(buf: &DeviceBuffer, offset: usize, len: usize, value: u8) -> Result<MemsetParams> {
+        Self::checked(buf, offset, len, 1, value as u32)
+    }
+
+    /// `count` 4-byte words of `buf` from byte `offset` (a multiple of 4)
+    /// set to `value` (e.g. `1.0f32.to_bits()`).
+    pub fn words(buf: &DeviceBuffer, offset: usize, count: usize, value: u32) -> Result<MemsetParams> {
+        Self::checked(buf, offset, count, 4, value)
+    }
+}
+
+/// The annotation of an edge into a node that launches with `pdl` from a
+/// node that is a kernel node or not, on a driver with programmatic edges
+/// or not: `Some` for a programmatic edge (added separately), `None` for a
+/// full edge (given to the node's own add call).
+pub(crate) fn programmatic_edge(
+    pdl: bool,
+    from_kernel: bool,
+    driver_has_programmatic: bool,
+) -> Option<CUgraphEdgeData> {
+    (pdl && from_kernel && driver_has_programmatic).then_some(CUgraphEdgeData {
+        from_port: CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC,
+        to_port: 0,
+        type_: CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC as u8,
+        reserved: [0; 5],
+    })
+}
+
+/// What a node is, and the parameters it was last given.
+#[derive(Clone)]
+enum NodeKind {
+    Kernel(KernelParams),
+    Memset(MemsetParams),
+    Child,
+}
+
+#[derive(Clone)]
+struct Record {
+    raw: CUgraphNode,
+    kind: NodeKind,
+}
+
+/// The kind of an edge of a built graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EdgeKind {
+    /// A full dependency: the node starts once its dependency completed.
+    Full,
+    /// A programmatic dependency (PDL): the node may start once every
+    /// block of its dependency triggered (`griddepcontrol.launch_dependents`).
+    Programmatic,
+    /// Not known: the driver's `cuGraphGetEdges` has no edge data (before
+    /// CUDA 12.3), where only full edges are built.
+    Unannotated,
+}
+
+/// One edge of a built graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Edge {
+    /// The node it leaves.
+    pub from: Node,
+    /// The node it enters.
+    pub to: Node,
+    /// Its kind.
+    pub kind: EdgeKind,
+}
+
+/// Adds a kernel node through whichever ABI the driver has.
+///
+/// # Safety
+/// `graph` is a live graph of the context current on this thread, `deps`
+/// are its nodes, `spec` a launch of a live function of that context whose
+/// arguments match its parameters.
+pub(crate) unsafe fn add_kernel_node(
+    d: &DriverFns,
+    graph: CUgraph,
+    deps: &[CUgraphNode],
+    spec: &LaunchSpec,
+) -> Result<CUgraphNode> {
+    // SAFETY: the caller's promise; the parameters live across the call.
+    let added = spec.with_params(|p| unsafe { d.graph_add_kernel_node(graph, deps, p) });
+    match added {
+        None => Err(Error::Unsupported {
+            feature: "cuGraphAddKernelNode (graph building)",
+            needs: "a CUDA 10.0+ driver".into(),
+        }),
+        Some(Ok(node)) => Ok(node),
+        Some(Err(res)) => Err(Failed { call: "cuGraphAddKernelNode", res }.into_error()),
+    }
+}
+
+/// Sets kernel node `node` of `exec` to `new` unless it equals `current`
+/// (then no driver call is made): `Ok(true)` when a call was made, and
+/// `current` is then `new`.
+///
+/// # Safety
+/// `exec` is a live executable graph of the context current on this
+/// thread, not used by another thread during the call; `node` a kernel node
+/// of its source graph; `new` a launch as for [`add_kernel_node`].
+pub(crate) unsafe fn update_kernel_node(
+    d: &DriverFns,
+    exec: CUgraphExec,
+    node: CUgraphNode,
+    current: &LaunchSpec,
+    new: &LaunchSpec,
+) -> Result<bool> {
+    if current == new {
+        return Ok(false);
+    }
+    if current.pdl != new.pdl {
+        return Err(Error::invalid(
+            "an update cannot turn PDL on or off for a node (its edges would change); build the graph anew",
+        ));
+    }
+    // SAFETY: the caller's promise; the parameters live across the call.
+    let res = new.with_params(|p| unsafe { d.graph_exec_kernel_node_set_params(exec, node, p) });
+    match res {
+        None => Err(Error::Unsupported {
+            feature: "cuGraphExecKernelNodeSetParams (node-by-node update)",
+            needs: "a CUDA 10.1+ driver".into(),
+        }),
+        Some(res) => check("cuGraphExecKernelNodeSetParams", res).map(|()| true),
+    }
+}
+
+/// Adds the pending edges `from[i] -> to[i]` with `data[i]`, in one call.
+///
+/// # Safety
+/// `graph` is a live graph, every node one of its nodes.
+pub(crate) unsafe fn add_edges(
+    d: &DriverFns,
+    graph: CUgraph,
+    from: &[CUgraphNode],
+    to: &[CUgraphNode],
+    data: &[CUgraphEdgeData],
+) -> Result<()> {
+    if from.is_empty() {
+        return Ok(());
+    }
+    // SAFETY: the caller's promise; equal-length arrays.
+    match unsafe { d.graph_add_dependencies(graph, from, to, Some(data)) } {
+        None => Err(Error::Unsupported { feature: "cuGraphAddDependencies", needs: "a CUDA 10.0+ driver".into() }),
+        Some(res) => check("cuGraphAddDependencies", res),
+    }
+}
+
+/// A graph under construction, node by node; see the [module
+/// docs](self). Destroyed on drop unless instantiated.
+pub struct GraphBuilder {
+    ctx: Context,
+    graph: CUgraph,
+    id: u64,
+    nodes: Vec<Record>,
+    /// Programmatic edges not yet given to the driver.
+    pending_from: Vec<CUgraphNode>,
+    pending_to: Vec<CUgraphNode>,
+    pending_data: Vec<CUgraphEdgeData>,
+    /// The driver builds annotated (programmatic) edges.
+    programmatic: bool,
+    last: Option<Node>,
+}
+
+// SAFETY: a graph handle may be used from any thread; `&mut self` methods
+// keep one thread at a time on it.
+unsafe impl Send for GraphBuilder {}
+
+impl std::fmt::Debug for GraphBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GraphBuilder")
+            .field("device", &self.ctx.device_id())
+            .field("nodes", &self.nodes.len())
+            .field("pending_programmatic_edges", &self.pending_from.len())
+            .finish()
+    }
+}
+
+impl GraphBuilder {
+    /// An empty graph of `ctx` (`cuGraphCreate`).
+    pub fn new(ctx: &Context) -> Result<GraphBuilder> {
+        let graph = ctx.bound(|d| {
+            let mut g: CUgraph = ptr::null_mut();
+            // SAFETY: valid out-pointer; flags must be 0.
+            check("cuGraphCreate", unsafe { (d.cuGraphCreate)(&mut g, 0) })?;
+            Ok(g)
+        })?;
+        let programmatic = crate::driver::driver().map(|d| d.has_programmatic_edges()).unwrap_or(false);
+        Ok(GraphBuilder {
+            ctx: ctx.clone(),
+            graph,
+            id: NEXT_GRAPH_ID.fetch_add(1, Ordering::Relaxed),
+            nodes: Vec::new(),
+            pending_from: Vec::new(),
+            pending_to: Vec::new(),
+            pending_data: Vec::new(),
+            programmatic,
+            last: None,
+        })
+    }
+
+    /// The context the graph belongs to.
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// Nodes added so far.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// The node added last (the one the `push_*` forms depend on).
+    pub fn last(&self) -> Option<Node> {
+        self.last
+    }
+
+    /// Whether PDL launches become programmatic edges here (a CUDA 12.3+
+    /// driver); else every edge is a full one.
+    pub fn builds_programmatic_edges(&self) -> bool {
+        self.programmatic
+    }
+
+    /// The raw graph, for interop and inspection (valid while the builder
+    /// lives; programmatic edges appear once [`GraphBuilder::edges`] or
+    /// [`GraphBuilder::flush_edges`] ran).
+    pub fn raw_graph(&self) -> CUgraph {
+        self.graph
+    }
+
+    fn raw_of(&self, n: Node) -> Result<&Record> {
+        if n.graph != self.id {
+            return Err(Error::invalid(format!("node {} belongs to another graph", n.index)));
+        }
+        self.nodes.get(n.index as usize).ok_or_else(|| Error::invalid(format!("no node {}", n.index)))
+    }
+
+    fn push_record(&mut self, raw: CUgraphNode, kind: NodeKind) -> Result<Node> {
+        let index = u32::try_from(self.nodes.len()).map_err(|_| Error::invalid("too many nodes"))?;
+        self.nodes.push(Record { raw, kind });
+        let node = Node { graph: self.id, index };
+        self.last = Some(node);
+        Ok(node)
+    }
+
+    /// Adds a kernel node after `deps`; see the module docs for which
+    /// edges are programmatic.
+    pub fn add_kernel(&mut self, params: &KernelParams, deps: &[Node]) -> Result<Node> {
+        self.ctx.check_usable("the kernel node's launch", &params.owner)?;
+        let mut full = Vec::with_capacity(deps.len());
+        let mut programmatic = Vec::new();
+        for &dep in deps {
+            let r = self.raw_of(dep)?;
+            let from_kernel = matches!(r.kind, NodeKind::Kernel(_));
+            match programmatic_edge(params.spec.pdl, from_kernel, self.programmatic) {
+                Some(e) => programmatic.push((r.raw, e)),
+                None => full.push(r.raw),
+            }
+        }
+        let graph = self.graph;
+        // SAFETY: our live graph, bound here; `full` are its nodes; the
+        // launch was checked against its kernel when `params` was made.
+        let raw = self.ctx.bound(|d| unsafe { add_kernel_node(d, graph, &full, &params.spec) })?;
+        for (from, e) in programmatic {
+            self.pending_from.push(from);
+            self.pending_to.push(raw);
+            self.pending_data.push(e);
+        }
+        self.push_record(raw, NodeKind::Kernel(params.clone()))
+    }
+
+    /// [`GraphBuilder::add_kernel`] after the node added last (stream order).
+    pub fn push_kernel(&mut self, params: &KernelParams) -> Result<Node> {
+        let deps: Vec<Node> = self.last.into_iter().collect();
+        self.add_kernel(params, &deps)
+    }
+
+    /// `out = a op b` over `n` floats after the node added last: the node
+    /// [`Context::binary`] would launch.
+    pub fn binary(
+        &mut self,
+        op: BinaryOp,
+        a: &DeviceBuffer,
+        b: &DeviceBuffer,
+        out: &DeviceBuffer,
+        n: usize,
+    ) -> Result<Node> {
+        let params = KernelParams::binary(&self.ctx, op, a, b, out, n)?;
+        self.push_kernel(&params)
+    }
+
+    /// `out = a + b` after the node added last (as [`Context::add`]).
+    pub fn add(&mut self, a: &DeviceBuffer, b: &DeviceBuffer, out: &DeviceBuffer, n: usize) -> Result<Node> {
+        self.binary(BinaryOp::Add, a, b, out, n)
+    }
+
+    /// `out = a * b` after the node added last (as [`Context::mul`]).
+    pub fn mul(&mut self, a: &DeviceBuffer, b: &DeviceBuffer, out: &DeviceBuffer, n: usize) -> Result<Node> {
+        self.binary(BinaryOp::Mul, a, b, out, n)
+    }
+
+    /// Adds a memset node after `deps` (full edges).
+    pub fn add_memset(&mut self, params: &MemsetParams, deps: &[Node]) -> Result<Node> {
+        self.ctx.check_usable("the memset's buffer", &params.owner)?;
+        let raw_deps = deps.iter().map(|&n| self.raw_of(n).map(|r| r.raw)).collect::<Result<Vec<_>>>()?;
+        let (graph, p, raw_ctx) = (self.graph, params.raw.params(), self.ctx.raw_context());
+        let raw = self.ctx.bound(|d| {
+            let mut node: CUgraphNode = ptr::null_mut();
+            let deps_ptr = if raw_deps.is_empty() { ptr::null() } else { raw_deps.as_ptr() };
+            // SAFETY: our live graph and its nodes; the range lies inside a
+            // buffer of this context (checked when `params` was made).
+            let res = unsafe { (d.cuGraphAddMemsetNode)(&mut node, graph, deps_ptr, raw_deps.len(), &p, raw_ctx) };
+            check("cuGraphAddMemsetNode", res).map(|()| node)
+        })?;
+        self.push_record(raw, NodeKind::Memset(params.clone()))
+    }
+
+    /// [`GraphBuilder::add_memset`] after the node added last.
+    pub fn push_memset(&mut self, params: &MemsetParams) -> Result<Node> {
+        let deps: Vec<Node> = self.last.into_iter().collect();
+        self.add_memset(params, &deps)
+    }
+
+    /// `len` bytes of `buf` from `offset` set to `value`, after the node
+    /// added last (as [`DeviceBuffer::fill_bytes`]).
+    pub fn fill_bytes(&mut self, buf: &DeviceBuffer, offset: usize, len: usize, value: u8) -> Result<Node> {
+        let params = MemsetParams::bytes(buf, offset, len, value)?;
+        self.push_memset(&params)
+    }
+
+    /// Adds a copy of `child`'s graph as one node after `deps` (full
+    /// edges; `cuGraphAddChildGraphNode`). The child's pending programmatic
+    /// edges are added first, so the copy has them. Its nodes cannot be
+    /// updated through the parent.
+    pub fn add_child(&mut self, child: &mut GraphBuilder, deps: &[Node]) -> Result<Node> {
+        self.ctx.check_usable("the child graph", &child.ctx)?;
+        child.flush_edges()?;
+        let raw_deps = deps.iter().map(|&n| self.raw_of(n).map(|r| r.raw)).collect::<Result<Vec<_>>>()?;
+        let (graph, child_graph) = (self.graph, child.graph);
+        let raw = self.ctx.bound(|d| {
+            let mut node: CUgraphNode = ptr::null_mut();
+            let deps_ptr = if raw_deps.is_empty() { ptr::null() } else { raw_deps.as_ptr() };
+            // SAFETY: two live graphs of this context; the child is copied.
+            let res = unsafe { (d.cuGraphAddChildGraphNode)(&mut node, graph, deps_ptr, raw_deps.len(), child_graph) };
+            check("cuGraphAddChildGraphNode", res).map(|()| node)
+        })?;
+        self.push_record(raw, NodeKind::Child)
+    }
+
+    /// Gives the pending programmatic edges to the driver (one
+    /// `cuGraphAddDependencies` call); instantiation does it by itself.
+    pub fn flush_edges(&mut self) -> Result<()> {
+        if self.pending_from.is_empty() {
+            return Ok(());
+        }
+        let graph = self.graph;
+        let (from, to, data) = (&self.pending_from, &self.pending_to, &self.pending_data);
+        // SAFETY: our live graph and its nodes.
+        self.ctx.bound(|d| unsafe { add_edges(d, graph, from, to, data) })?;
+        self.pending_from.clear();
+        self.pending_to.clear();
+        self.pending_data.clear();
+        Ok(())
+    }
+
+    /// Every edge of the graph as the driver reports it
+    /// (`cuGraphGetEdges`), after adding the pending ones.
+    pub fn edges(&mut self) -> Result<Vec<Edge>> {
+        self.flush_edges()?;
+        let by_raw: HashMap<usize, Node> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.raw as usize, Node { graph: self.id, index: i as u32 }))
+            .collect();
+        let graph = self.graph;
+        // SAFETY: our live graph, not changed during the call (`&mut self`).
+        let edges = self.ctx.bound(|d| match unsafe { d.graph_edges(graph) } {
+            None => Err(Error::Unsupported { feature: "cuGraphGetEdges", needs: "a CUDA 10.0+ driver".into() }),
+            Some(Err(res)) => check("cuGraphGetEdges", res).map(|()| Vec::new()),
+            Some(Ok(e)) => Ok(e),
+        })?;
+        edges
+            .into_iter()
+            .map(|e| {
+                let find = |raw: CUgraphNode| {
+                    by_raw
+                        .get(&(raw as usize))
+                        .copied()
+                        .ok_or_else(|| Error::invalid("an edge to a node not added here"))
+                };
+                let kind = match e.data {
+                    None => EdgeKind::Unannotated,
+                    Some(d) if d.type_ as CUgraphDependencyType == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC => {
+                        EdgeKind::Programmatic
+                    }
+                    Some(_) => EdgeKind::Full,
+                };
+                Ok(Edge { from: find(e.from)?, to: find(e.to)?, kind })
+            })
+            .collect()
+    }
+
+    /// Instantiates the graph (`cuGraphInstantiateWithFlags`, after adding
+    /// the pending edges). The builder's graph moves into the result, which
+    /// needs it for node updates; on failure it is destroyed.
+    pub fn instantiate(mut self) -> Result<BuiltGraph> {
+        self.flush_edges()?;
+        let graph = self.graph;
+        let exec = self.ctx.shielded(|d| {
+            let mut exec: CUgraphExec = ptr::null_mut();
+            // SAFETY: valid out-pointer and our live graph.
+            check("cuGraphInstantiateWithFlags", unsafe { (d.cuGraphInstantiateWithFlags)(&mut exec, graph, 0) })?;
+            Ok(exec)
+        })?;
+        // The graph now belongs to the executable: not destroyed by our drop.
+        self.graph = ptr::null_mut();
+        Ok(BuiltGraph {
+            ctx: self.ctx.clone(),
+            exec,
+            graph,
+            id: self.id,
+            nodes: std::mem::take(&mut self.nodes),
+            update_calls: 0,
+        })
+    }
+}
+
+impl Drop for GraphBuilder {
+    fn drop(&mut self) {
+        if !self.graph.is_null() {
+            destroy_graph(self.ctx.raw_ctx(), self.graph);
+        }
+    }
+}
+
+/// An executable graph built node by node, with the graph it was made from
+/// (both destroyed on drop), updated node by node.
+pub struct BuiltGraph {
+    ctx: Context,
+    exec: CUgraphExec,
+    graph: CUgraph,
+    id: u64,
+    nodes: Vec<Record>,
+    update_calls: u64,
+}
+
+// SAFETY: executable graphs may be launched and destroyed from any thread;
+// updates take `&mut self`.
+unsafe impl Send for BuiltGraph {}
+// SAFETY: `&self` methods only launch, which the driver serialises.
+unsafe impl Sync for BuiltGraph {}
+
+impl std::fmt::Debug for BuiltGraph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BuiltGraph")
+            .field("device", &self.ctx.device_id())
+            .field("nodes", &self.nodes.len())
+            .field("update_calls", &self.update_calls)
+            .finish()
+    }
+}
+
+impl BuiltGraph {
+    /// Launches on the context's stream (asynchronous).
+    pub fn launch(&self) -> Result<()> {
+        self.ctx.ensure_not_capturing("launch a built graph")?;
+        let (exec, stream) = (self.exec, self.ctx.stream());
+        self.ctx.shielded(|d| {
+            // SAFETY: live executable graph and stream of the same context.
+            check("cuGraphLaunch", unsafe { (d.cuGraphLaunch)(exec, stream) })
+        })
+    }
+
+    /// The context whose stream it replays on.
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// Nodes in the graph.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// The raw executable graph (valid while this value lives).
+    pub fn raw_exec(&self) -> CUgraphExec {
+        self.exec
+    }
+
+    /// The raw graph it was instantiated from (valid while this value
+    /// lives; updates change the executable, not this graph).
+    pub fn raw_graph(&self) -> CUgraph {
+        self.graph
+    }
+
+    /// Node-parameter driver calls made by updates so far (unchanged nodes
+    /// make none).
+    pub fn update_calls(&self) -> u64 {
+        self.update_calls
+    }
+
+    fn record(&mut self, n: Node) -> Result<&mut Record> {
+        if n.graph != self.id {
+            return Err(Error::invalid(format!("node {} belongs to another graph", n.index)));
+        }
+        self.nodes.get_mut(n.index as usize).ok_or_else(|| Error::invalid(format!("no node {}", n.index)))
+    }
+
+    /// Sets kernel node `node` to `params` in the executable graph
+    /// (`cuGraphExecKernelNodeSetParams`); the next launch uses them.
+    /// Parameters equal to the node's current ones make no driver call:
+    /// `Ok(false)`. PDL cannot be turned on or off (the edges are fixed).
+    pub fn set_kernel_params(&mut self, node: Node, params: &KernelParams) -> Result<bool> {
+        self.ctx.check_usable("the kernel node's launch", &params.owner)?;
+        let exec = self.exec;
+        let ctx = self.ctx.clone();
+        let r = self.record(node)?;
+        let raw = r.raw;
+        let NodeKind::Kernel(current) = &mut r.kind else {
+            return Err(Error::invalid(format!("node {} is not a kernel node", node.index)));
+        };
+        if current.spec == params.spec {
+            return Ok(false);
+        }
+        let (old, new) = (&current.spec, &params.spec);
+        // SAFETY: our live executable (`&mut self`), bound here; `raw` a
+        // kernel node of its source graph; the launch was checked when made.
+        let called = ctx.bound(|d| unsafe { update_kernel_node(d, exec, raw, old, new) })?;
+        *current = params.clone();
+        if called {
+            self.update_calls += 1;
+        }
+        Ok(called)
+    }
+
+    /// `out = a op b` over `n` floats for kernel node `node` (a built-in
+    /// node): [`BuiltGraph::set_kernel_params`] with the eager launch's
+    /// parameters.
+    pub fn set_binary(
+        &mut self,
+        node: Node,
+        op: BinaryOp,
+        a: &DeviceBuffer,
+        b: &DeviceBuffer,
+        out: &DeviceBuffer,
+        n: usize,
+    ) -> Result<bool> {
+        let params = KernelParams::binary(&self.ctx, op, a, b, out, n)?;
+        self.set_kernel_params(node, &params)
+    }
+
+    /// Sets memset node `node` to `params` in the executable graph
+    /// (`cuGraphExecMemsetNodeSetParams`); equal parameters make no driver
+    /// call (`Ok(false)`).
+    pub fn set_memset_params(&mut self, node: Node, params: &MemsetParams) -> Result<bool> {
+        self.ctx.check_usable("the memset's buffer", &params.owner)?;
+        let (exec, raw_ctx) = (self.exec, self.ctx.raw_context());
+        let ctx = self.ctx.clone();
+        let r = self.record(node)?;
+        let raw = r.raw;
+        let NodeKind::Memset(current) = &mut r.kind else {
+            return Err(Error::invalid(format!("node {} is not a memset node", node.index)));
+        };
+        if current.raw == params.raw {
+            return Ok(false);
+        }
+        let p = params.raw.params();
+        ctx.bound(|d| {
+            // SAFETY: our live executable and a memset node of its source;
+            // the range lies inside a buffer of this context.
+            check("cuGraphExecMemsetNodeSetParams", unsafe {
+                (d.cuGraphExecMemsetNodeSetParams)(exec, raw, &p, raw_ctx)
+            })
+        })?;
+        *current = params.clone();
+        self.update_calls += 1;
+        Ok(true)
+    }
+}
+
+impl Drop for BuiltGraph {
+    fn drop(&mut self) {
+        let exec = self.exec;
+        let _ = self.ctx.shielded(|d| {
+            // SAFETY: destroyed once; a launch in flight completes first.
+            check("cuGraphExecDestroy", unsafe { (d.cuGraphExecDestroy)(exec) })
+        });
+        destroy_graph(self.ctx.raw_ctx(), self.graph);
+    }
+}
+
+/// Graph building against cuda-sys's driver double.
+#[cfg(all(test, target_os = "linux"))]
+#[path = "graph_builder_double_tests.rs"]
+mod double_tests;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(words: Vec<u64>, pdl: bool) -> LaunchSpec {
+        let starts = (0..words.len() as u32).collect();
+        LaunchSpec {
+            func: 0x10usize as CUfunction,
+            cfg: LaunchConfig { grid: (4, 1, 1), block: (256, 1, 1), shared_mem_bytes: 0 },
+            words,
+            starts,
+            pdl,
+        }
+    }
+
+    #[test]
+    fn programmatic_edges_only_between_kernels_for_pdl_on_12_3() {
+        let e = programmatic_edge(true, true, true).expect("programmatic");
+        assert_eq!(e.from_port, CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC);
+        assert_eq!(e.type_ as CUgraphDependencyType, CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC);
+        assert_eq!((e.to_port, e.reserved), (0, [0; 5]));
+        assert!(programmatic_edge(false, true, true).is_none(), "a plain launch: full edge");
+        assert!(programmatic_edge(true, false, true).is_none(), "from a memset: full edge");
+        assert!(programmatic_edge(true, true, false).is_none(), "before 12.3: full edge");
+    }
+
+    #[test]
+    fn node_parameters_point_at_each_argument() {
+        let s = LaunchSpec { starts: vec![0, 1, 3], ..spec(vec![11, 22, 33, 44], false) };
+        s.with_params(|p| {
+            // SAFETY: three parameter pointers into `s.words`, live here.
+            let got: Vec<u64> = (0..3).map(|i| unsafe { **p.kernelParams.add(i).cast::<*const u64>() }).collect();
+            assert_eq!(got, [11, 22, 44]);
+            assert_eq!(
+                (p.gridDimX, p.blockDimX, p.extra, p.kern, p.ctx),
+                (4, 256, ptr::null_mut(), ptr::null_mut(), ptr::null_mut())
+            );
+        });
+        let many = spec((0..40).collect(), false);
+        many.with_params(|p| {
+            // SAFETY: forty parameter pointers, past the inline array.
+            let last = unsafe { **p.kernelParams.add(39).cast::<*const u64>() };
+            assert_eq!(last, 39);
+        });
+        spec(Vec::new(), false).with_params(|p| assert!(p.kernelParams.is_null()));
+    }
+}
