@@ -25,9 +25,8 @@
 # Environment: CARGO_TARGET_DIR (default target/), RUSTC (default rustc).
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; }
-die() { echo "install.sh: $*" >&2; exit 2; }
+# ROOT, die, usage, absolute, workspace_version
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 PREFIX=/usr/local DESTDIR_="" LIBDIR=lib BUILD=1
 while [[ $# -gt 0 ]]; do
@@ -45,7 +44,6 @@ while [[ $# -gt 0 ]]; do
 done
 
 # Absolute paths, without a trailing slash, whatever folder we were called from.
-absolute() { case $1 in /*) printf '%s' "$1" ;; *) printf '%s/%s' "$PWD" "$1" ;; esac; }
 [[ -n $PREFIX ]] || die "--prefix is empty"
 PREFIX=$(absolute "$PREFIX"); PREFIX=${PREFIX%/}; PREFIX=${PREFIX:-/}
 [[ -z $DESTDIR_ ]] || { DESTDIR_=$(absolute "$DESTDIR_"); DESTDIR_=${DESTDIR_%/}; }
@@ -53,8 +51,7 @@ LIBDIR=${LIBDIR%/}
 case $LIBDIR in "" | /* | *..* | *//*) die "--libdir must be a relative folder name such as lib or lib64, not '$LIBDIR'" ;; esac
 
 # The version, from [workspace.package] of the workspace's Cargo.toml.
-VERSION=$(awk '/^\[workspace\.package\]/ { s = 1; next } /^\[/ { s = 0 }
-  s && /^version[ \t]*=/ { sub(/^[^"]*"/, ""); sub(/".*/, ""); print; exit }' "$ROOT/Cargo.toml")
+VERSION=$(workspace_version)
 [[ $VERSION =~ ^([0-9]+)\.([0-9]+)\.([0-9]+)$ ]] || die "no X.Y.Z version in [workspace.package] of Cargo.toml (got '$VERSION')"
 MAJOR=${BASH_REMATCH[1]} MINOR=${BASH_REMATCH[2]}
 
