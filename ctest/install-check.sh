@@ -190,6 +190,25 @@ build_cmake() { # build_cmake PREFIX OUT
     done
 }
 
+# check_stripped PREFIX: scripts/install.sh's default: the shared library
+# and the tool carry no debug info, each names its split-off .debug file
+# in .gnu_debuglink, and that file holds the debug info.
+check_stripped() {
+    local p=$1 f dbg
+    section "stripped files, debug info apart"
+    have_tool readelf "stripped install" || return 0
+    for f in "$p/lib/libfcgraph.so.$VERSION" "$p/bin/fcgraph"; do
+        dbg="$p/lib/debug$f.debug"
+        check "$(basename "$f") stripped" "no .debug_info or .symtab" \
+            bash -c '! readelf -S "$1" | grep -qE "\.debug_info|\.symtab"' _ "$f"
+        check "$(basename "$f") .gnu_debuglink" "names $(basename "$dbg")" \
+            bash -c 'readelf -p .gnu_debuglink "$1" 2>/dev/null | grep -qF "$2"' _ "$f" "$(basename "$dbg")"
+        check "$(basename "$dbg")" "holds .debug_info" bash -c 'readelf -S "$1" | grep -q "\.debug_info"' _ "$dbg"
+    done
+    check "libfcgraph.a without debug info" "strip --strip-debug" \
+        bash -c '! readelf -S "$1" 2>/dev/null | grep -q "\.debug_info"' _ "$p/lib/libfcgraph.a"
+}
+
 linkage() { # linkage BINARY shared|static: the binary depends on libfcgraph.so.N or not
     local bin=$1 kind=$2
     [[ -x $bin ]] || return 0
@@ -269,6 +288,7 @@ if [[ -z $PREFIX ]]; then
     section "install into a temporary prefix"
     log "scripts/install.sh --prefix $PREFIX"
     "$ROOT/scripts/install.sh" --prefix "$PREFIX"
+    check_stripped "$PREFIX"
 fi
 [[ -d $PREFIX ]] || die "no install tree at $PREFIX"
 PREFIX=$(cd "$PREFIX" && pwd)
