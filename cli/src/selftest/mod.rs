@@ -218,7 +218,7 @@ fn run_isolated(check: &Check, target: Target, deadline: Duration) -> Ended {
 }
 
 /// Runs every check on `devices` (ordinals, all below `device_count`).
-/// `on_row` sees each row as soon as it is known (progress, JSON lines).
+/// `on_row` sees each row as soon as it is known (progress on a terminal).
 pub fn run(devices: &[usize], device_count: usize, mut on_row: impl FnMut(&CheckRow)) -> Report {
     let started = Instant::now();
     let mut report = Report { devices: Vec::new(), rows: Vec::new(), abandoned: false, time: Duration::ZERO };
