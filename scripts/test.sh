@@ -51,9 +51,9 @@ counts() {
       s = $0; sub(/^[A-Z]+ ?\(?/, "", s); sub(/\)$/, "", s)
       n = split(s, kv, ", ")
       for (i = 1; i <= n; i++) {
-        split(kv[i], p, "=")
-        if (p[1] == "failures" || p[1] == "errors" || p[1] == "unexpected successes") pf += p[2]
-        else if (p[1] == "skipped" || p[1] == "expected failures") ps += p[2]
+        split(kv[i], pair, "=")
+        if (pair[1] == "failures" || pair[1] == "errors" || pair[1] == "unexpected successes") pf += pair[2]
+        else if (pair[1] == "skipped" || pair[1] == "expected failures") ps += pair[2]
       }
       next
     }
