@@ -39,7 +39,7 @@ TOOLS=${FC_SANITIZE_TOOLS:-memcheck synccheck}
 API_ERRORS=${FC_SANITIZE_API_ERRORS:-all}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 # The tests' timing-sensitive rules (a capture surviving other threads'
-# work) do not hold under the sanitizer's own synchronisation: they log so.
+# work) do not hold under the sanitizer's own synchronisation: they say so.
 export FC_UNDER_SANITIZER=1
 
 # log (lib.sh) also writes every line into the summary.
