@@ -15,10 +15,14 @@
 #                         $LOG_FILE), "=== NAME: exit N"; a failure adds one
 #                         to FAILS; returns CMD's status
 #
-# Settings read: LOG_PREFIX (default none), LOG_FD (1), LOG_FILE (none).
+# Settings read: LOG_PREFIX (default none), LOG_FD (1), LOG_FILE (none); set
+# them after sourcing this file, which resets them.
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 FAILS=${FAILS:-0}
+# Each script sets its own: a value from a calling script's environment
+# (a step that runs another script) must not write into the caller's log.
+LOG_FILE="" LOG_PREFIX="" LOG_FD=1
 
 log() {
     if [[ -n ${LOG_FILE:-} ]]; then

@@ -75,7 +75,9 @@ section() {
   shift
   out="$TALLY/${#ROWS[@]}.log"
   : >"$out"
-  LOG_FILE=$out run "$name" "$@" || rc=$?
+  LOG_FILE=$out
+  run "$name" "$@" || rc=$?
+  LOG_FILE=""
   read -r p f s < <(counts "$out" "$rc")
   TOTAL_P=$((TOTAL_P + p)) TOTAL_F=$((TOTAL_F + f)) TOTAL_S=$((TOTAL_S + s))
   ROWS+=("$(printf '%-16s %5d passed, %3d failed, %3d skipped  (exit %d)' "$name" "$p" "$f" "$s" "$rc")")
