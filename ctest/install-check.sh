@@ -13,7 +13,7 @@
 #   ctest/install-check.sh --prefix DIR --run-only OUT     run OUT/bin/* against DIR/lib
 #
 # The program is the engine's seed test ../shared/seeds/
-# test_graph_capture_concurrency.c ($FC_SEED), unmodified; where that folder
+# test_graph_capture_concurrency.c ($FC_SEED, or in $FC_SEED_DIR), unmodified; where that folder
 # is absent, ctest/test_errors.c. Without a GPU the programs print [SKIP] and
 # exit 0, which counts as skipped; exit 0 with [PASS] and no [FAIL] passes;
 # anything else fails. Last line: N passed, N failed, N skipped.
@@ -43,11 +43,6 @@ check() { # check NAME DETAIL COMMAND...: PASS when COMMAND succeeds
     shift 2
     if "$@"; then record PASS "$name" "$detail"; else record FAIL "$name" "$detail"; fi
 }
-die() {
-    printf 'install-check.sh: %s\n' "$*" >&2
-    exit 2
-}
-usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; }
 have_tool() { # have_tool TOOL WHAT: true when TOOL exists; else records a skip/fail
     command -v "$1" >/dev/null && return 0
     TOOLS_MISSING=1
@@ -66,8 +61,7 @@ needs_soname() { readelf -d "$1" | grep -q "NEEDED.*\[libfcgraph\.so\.$MAJOR\]";
 
 # ---- the version this tree should hold ------------------------------------
 
-VERSION=$(awk '/^\[workspace\.package\]/ { s = 1; next } /^\[/ { s = 0 }
-  s && /^version[ \t]*=/ { sub(/^[^"]*"/, ""); sub(/".*/, ""); print; exit }' "$ROOT/Cargo.toml")
+VERSION=$(workspace_version)
 [[ $VERSION =~ ^([0-9]+)\.([0-9]+)\.([0-9]+)$ ]] || die "no X.Y.Z version in [workspace.package] of Cargo.toml"
 MAJOR=${BASH_REMATCH[1]} MINOR=${BASH_REMATCH[2]}
 
@@ -109,7 +103,7 @@ check_tree() { # check_tree PREFIX
 
 # ---- the programs ----------------------------------------------------------
 
-SRC="${FC_SEED:-$ROOT/../shared/seeds/test_graph_capture_concurrency.c}"
+SRC="${FC_SEED:-${FC_SEED_DIR:-$ROOT/../shared/seeds}/test_graph_capture_concurrency.c}"
 EXTRA_INC=()
 pick_source() {
     if [[ ! -f $SRC ]]; then
@@ -196,6 +190,25 @@ build_cmake() { # build_cmake PREFIX OUT
     done
 }
 
+# check_stripped PREFIX: scripts/install.sh's default: the shared library
+# and the tool carry no debug info, each names its split-off .debug file
+# in .gnu_debuglink, and that file holds the debug info.
+check_stripped() {
+    local p=$1 f dbg
+    section "stripped files, debug info apart"
+    have_tool readelf "stripped install" || return 0
+    for f in "$p/lib/libfcgraph.so.$VERSION" "$p/bin/fcgraph"; do
+        dbg="$p/lib/debug$f.debug"
+        check "$(basename "$f") stripped" "no .debug_info or .symtab" \
+            bash -c '! readelf -S "$1" | grep -qE "\.debug_info|\.symtab"' _ "$f"
+        check "$(basename "$f") .gnu_debuglink" "names $(basename "$dbg")" \
+            bash -c 'readelf -p .gnu_debuglink "$1" 2>/dev/null | grep -qF "$2"' _ "$f" "$(basename "$dbg")"
+        check "$(basename "$dbg")" "holds .debug_info" bash -c 'readelf -S "$1" | grep -q "\.debug_info"' _ "$dbg"
+    done
+    check "libfcgraph.a without debug info" "strip --strip-debug" \
+        bash -c '! readelf -S "$1" 2>/dev/null | grep -q "\.debug_info"' _ "$p/lib/libfcgraph.a"
+}
+
 linkage() { # linkage BINARY shared|static: the binary depends on libfcgraph.so.N or not
     local bin=$1 kind=$2
     [[ -x $bin ]] || return 0
@@ -275,6 +288,7 @@ if [[ -z $PREFIX ]]; then
     section "install into a temporary prefix"
     log "scripts/install.sh --prefix $PREFIX"
     "$ROOT/scripts/install.sh" --prefix "$PREFIX"
+    check_stripped "$PREFIX"
 fi
 [[ -d $PREFIX ]] || die "no install tree at $PREFIX"
 PREFIX=$(cd "$PREFIX" && pwd)

@@ -7,12 +7,15 @@
 # summary's name column) and SKIP_DETAIL_CHARS (how much of a program's
 # first [SKIP] line the summary keeps).
 
+# log, die, usage, have (the repository's scripts/lib.sh)
+# shellcheck source=scripts/lib.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/scripts/lib.sh"
+
 PASSED=0
 FAILED=0
 SKIPPED=0
 SUMMARY=()
 
-log() { printf '%s\n' "$*"; }
 section() { printf '\n== %s ==\n' "$*"; }
 record() { # record STATUS NAME [DETAIL]
     case $1 in

@@ -45,7 +45,7 @@ for t in fc-graph-fc_graph capi-fcgraph capi-no_driver tests-gpu_core tests-gpu_
   [ -x ".bundle/tests/$t" ] || { echo "build-gpu-bundle: test binary $t is missing" >&2; exit 1; }
 done
 bash ctest/run.sh --build-only .bundle/ctest
-scripts/install.sh --no-build --prefix "$PWD/.bundle/prefix"
+scripts/install.sh --no-build --no-debug-files --prefix "$PWD/.bundle/prefix"
 FC_REQUIRE_INSTALL_TOOLS=1 bash ctest/install-check.sh --prefix .bundle/prefix --build-only .bundle/consumers
 # Debug info stays here; the carried copies are stripped (size limit). The
 # libraries keep their symbol tables, so backtraces there name functions.

@@ -14,8 +14,8 @@ cd "$(dirname "$0")/.."
 scripts/build.sh
 echo "built: target/release/libfcgraph.so (soname libfcgraph.so.0), libfcgraph.a, fcgraph"
 
-# run NAME ARGS...: runs target/release/fcgraph; returns 2 when it found no driver.
-run() {
+# fcgraph_step ARGS...: runs target/release/fcgraph ARGS; returns 2 when it found no driver.
+fcgraph_step() {
   local rc=0
   echo "== fcgraph $*"
   target/release/fcgraph "$@" || rc=$?
@@ -30,5 +30,5 @@ nogpu() {
   echo "      (install: scripts/install.sh --prefix DIR; tests: scripts/test.sh)"
   exit 0
 }
-run info || nogpu
-run selftest "$@" || nogpu
+fcgraph_step info || nogpu
+fcgraph_step selftest "$@" || nogpu

@@ -49,7 +49,9 @@ PTX="$ROOT/kernels/elementwise.ptx"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/fc-gpu-bench.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
-log() { echo "[gpu-bench] $*" >&2; }
+# log, have (lib.sh): messages on stderr, stdout stays the report.
+. "$ROOT/scripts/lib.sh"
+LOG_PREFIX="[gpu-bench] " LOG_FD=2
 
 # ---------------------------------------------------------------- machine info
 machine="unknown"

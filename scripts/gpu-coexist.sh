@@ -63,11 +63,9 @@ SRC="$ROOT/ctest/coexist"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/fc-coexist.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
-log() { echo "[gpu-coexist] $*"; }
-die() {
-    echo "[gpu-coexist] FATAL: $*" >&2
-    exit 2
-}
+# log, die (lib.sh)
+. "$ROOT/scripts/lib.sh"
+LOG_PREFIX="[gpu-coexist] "
 
 [ -f "$LIBDIR/libfcgraph.so" ] || die "$LIBDIR/libfcgraph.so is missing: run scripts/build-gpu-bundle.sh first"
 [ -e "$LIBDIR/libfcgraph.so.0" ] || ln -sf libfcgraph.so "$LIBDIR/libfcgraph.so.0" 2> /dev/null ||

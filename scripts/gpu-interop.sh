@@ -52,7 +52,9 @@ export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
 
 fails=0
 SUMMARY=()
-say() { printf '%s\n' "$*" | tee -a "$LOG"; }
+# log (lib.sh) also writes every line into interop.log.
+. "$ROOT/scripts/lib.sh"
+LOG_FILE=$LOG
 result() { # STATUS NAME [DETAIL]
     SUMMARY+=("$(printf '%-4s  %-28s %s' "$1" "$2" "${3:-}")")
     case $1 in
@@ -61,16 +63,16 @@ result() { # STATUS NAME [DETAIL]
     esac
 }
 finish() {
-    say ""
-    say "== gpu-interop summary"
+    log ""
+    log "== gpu-interop summary"
     local line
-    for line in "${SUMMARY[@]+"${SUMMARY[@]}"}"; do say "$line"; done
-    say "=== gpu-interop: $fails step(s) failed"
+    for line in "${SUMMARY[@]+"${SUMMARY[@]}"}"; do log "$line"; done
+    log "=== gpu-interop: $fails step(s) failed"
     exit "$fails"
 }
 
-say "date: $(date -u +%FT%TZ)"
-say "commit: $(git describe --always --dirty 2>/dev/null || echo unknown); bundle built from: $(cat .bundle/COMMIT 2>/dev/null || echo unknown)"
+log "date: $(date -u +%FT%TZ)"
+log "commit: $(git describe --always --dirty 2>/dev/null || echo unknown); bundle built from: $(cat .bundle/COMMIT 2>/dev/null || echo unknown)"
 if command -v nvidia-smi >/dev/null; then
     nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader 2>&1 | tee -a "$LOG"
     nvidia-smi topo -m 2>&1 | tee -a "$LOG"
@@ -120,25 +122,25 @@ find_lib() {
         fi
     fi
     if [ -z "$path" ] || [ ! -e "$path" ]; then
-        say "gpu-interop: $glob not found (set $var); the programs will try the default names"
+        log "gpu-interop: $glob not found (set $var); the programs will try the default names"
         return 1
     fi
     export "$var=$path"
     LIBPATH="$(dirname "$path")${LIBPATH:+:$LIBPATH}"
-    say "gpu-interop: $var=$path ($how)"
+    log "gpu-interop: $var=$path ($how)"
 }
 LIBPATH=""
 find_lib FC_CUBLAS_LIBRARY 'libcublas.so.*' '^libcublas[.]so[.][0-9]+$' || true
 find_lib FC_NCCL_LIBRARY 'libnccl.so.*' '^libnccl[.]so[.][0-9]+$' || true
 [ -n "$LIBPATH" ] && export LD_LIBRARY_PATH="$LIBPATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-say "gpu-interop: LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
-say "gpu-interop: NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE NCCL_DEBUG=$NCCL_DEBUG"
+log "gpu-interop: LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
+log "gpu-interop: NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE NCCL_DEBUG=$NCCL_DEBUG"
 
 # ---- 2. build ----------------------------------------------------------------------
 
 LIBDIR=${FC_LIBDIR:-$ROOT/.bundle/lib}
 if [ ! -f "$LIBDIR/libfcgraph.so" ]; then
-    say "gpu-interop: no $LIBDIR/libfcgraph.so (run scripts/build-gpu-bundle.sh and carry .bundle, or set FC_LIBDIR)"
+    log "gpu-interop: no $LIBDIR/libfcgraph.so (run scripts/build-gpu-bundle.sh and carry .bundle, or set FC_LIBDIR)"
     result FAIL build "no libfcgraph.so"
     finish
 fi
@@ -146,17 +148,17 @@ LIBDIR=$(cd "$LIBDIR" && pwd)
 [ -e "$LIBDIR/libfcgraph.so.0" ] || ln -sf libfcgraph.so "$LIBDIR/libfcgraph.so.0" 2>/dev/null || true
 INC=$ROOT/include
 [ -f "$ROOT/.bundle/include/cuda/fc_cuda.h" ] && INC=$ROOT/.bundle/include
-say "gpu-interop: library $LIBDIR/libfcgraph.so, header $INC/cuda/fc_cuda.h, $($CC --version | head -n1)"
+log "gpu-interop: library $LIBDIR/libfcgraph.so, header $INC/cuda/fc_cuda.h, $($CC --version | head -n1)"
 CFLAGS=(-std=c11 -O2 -Wall -Wextra -Werror -ffp-contract=off -I "$INC" -I "$ROOT/ctest" -I "$ROOT/examples/interop")
 LINK=(-L "$LIBDIR" -lfcgraph -lpthread -lm -ldl "-Wl,-rpath,$LIBDIR")
 build() { # NAME SOURCE [EXTRA_CFLAGS...]
     local name=$1 src=$2
     shift 2
     if "$CC" "${CFLAGS[@]}" "$@" "$ROOT/$src" "${LINK[@]}" -o "$WORK/$name" >>"$LOG" 2>&1; then
-        say "built $name from $src"
+        log "built $name from $src"
         return 0
     fi
-    say "gpu-interop: building $src failed (see $LOG)"
+    log "gpu-interop: building $src failed (see $LOG)"
     result FAIL "build $name"
     return 1
 }
@@ -167,9 +169,9 @@ CUDA_INC=$(find_cuda_include | head -n1)
 BENCH_CFLAGS=()
 if [ -n "$CUDA_INC" ]; then
     BENCH_CFLAGS=(-isystem "$CUDA_INC")
-    say "gpu-interop: cuda.h from $CUDA_INC (interop_bench's raw driver rows)"
+    log "gpu-interop: cuda.h from $CUDA_INC (interop_bench's raw driver rows)"
 else
-    say "gpu-interop: cuda.h not found (\$CUDA_HOME, /usr/local/cuda, nvcc, the wheels of $PYTHON):" \
+    log "gpu-interop: cuda.h not found (\$CUDA_HOME, /usr/local/cuda, nvcc, the wheels of $PYTHON):" \
         "interop_bench's raw driver rows will be skipped"
 fi
 
@@ -180,8 +182,8 @@ run_prog() {
     local name=$1 label=${RUN_LABEL:-$1} out rc np nf ns
     shift
     out=$(mktemp "$WORK/out.XXXXXX")
-    say ""
-    say "--- $label"
+    log ""
+    log "--- $label"
     timeout --kill-after=10 "$TIMEOUT" "$WORK/$name" "$@" 2>&1 | tee "$out" | tee -a "$LOG"
     rc=${PIPESTATUS[0]}
     np=$(grep -c '^\[PASS\]' "$out")
@@ -201,8 +203,8 @@ run_prog() {
 }
 
 if build cublas_graph examples/interop/cublas_graph.c; then
-    say ""
-    say "--- cublas_graph (example)"
+    log ""
+    log "--- cublas_graph (example)"
     timeout --kill-after=10 "$TIMEOUT" "$WORK/cublas_graph" 2>&1 | tee -a "$LOG"
     rc=${PIPESTATUS[0]}
     if [ "$rc" -eq 0 ]; then result PASS "example cublas_graph"; else result FAIL "example cublas_graph" "exit $rc"; fi
@@ -213,9 +215,9 @@ if build test_nccl ctest/test_nccl.c; then
 fi
 
 if [ "${FC_NO_BENCH:-0}" != 1 ] && build interop_bench bench/interop/interop_bench.c ${BENCH_CFLAGS[@]+"${BENCH_CFLAGS[@]}"}; then
-    say ""
+    log ""
     read -r -a BENCH_ARGS <<<"${INTEROP_BENCH_ARGS:-}"
-    say "--- interop_bench ${BENCH_ARGS[*]+"${BENCH_ARGS[*]}"} -> $OUT/bench-interop.jsonl"
+    log "--- interop_bench ${BENCH_ARGS[*]+"${BENCH_ARGS[*]}"} -> $OUT/bench-interop.jsonl"
     timeout --kill-after=10 "$TIMEOUT" "$WORK/interop_bench" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} \
         >"$OUT/bench-interop.jsonl" 2> >(tee "$OUT/bench-interop.log" | tee -a "$LOG" >&2)
     rc=$?

@@ -42,7 +42,9 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 # work) do not hold under the sanitizer's own synchronisation: they say so.
 export FC_UNDER_SANITIZER=1
 
-say() { printf '%s\n' "$*" | tee -a "$SUMMARY"; }
+# log (lib.sh) also writes every line into the summary.
+. scripts/lib.sh
+LOG_FILE=$SUMMARY
 
 find_sanitizer() {
     local c
@@ -58,14 +60,14 @@ find_sanitizer() {
 }
 
 if ! SANITIZER=$(find_sanitizer); then
-    say "gpu-sanitize: compute-sanitizer not found (set COMPUTE_SANITIZER); nothing was checked"
+    log "gpu-sanitize: compute-sanitizer not found (set COMPUTE_SANITIZER); nothing was checked"
     exit 2
 fi
 BIN=.bundle/ctest/bin
 TESTS=.bundle/tests
 for need in "$BIN/test_elementwise" "$TESTS/tests-gpu_core"; do
     [[ -x $need ]] || {
-        say "gpu-sanitize: $need missing: build the bundle first (scripts/build-gpu-bundle.sh)"
+        log "gpu-sanitize: $need missing: build the bundle first (scripts/build-gpu-bundle.sh)"
         exit 2
     }
 done
@@ -132,7 +134,7 @@ run_one() { # tool name api env command...
         bad[$tool]=$((${bad[$tool]:-0} + 1))
         failed=$((failed + 1))
     fi
-    say "$(printf '%-9s %-17s api-errors=%-8s ERROR SUMMARY: %s error(s)  exit %-3s %7ss  %s' \
+    log "$(printf '%-9s %-17s api-errors=%-8s ERROR SUMMARY: %s error(s)  exit %-3s %7ss  %s' \
         "$tool" "$name" "$([[ $api == report ]] && echo "$API_ERRORS" || echo no)" "${n:-?}" "$rc" "$secs" "$verdict")"
     if [[ $verdict != clean ]]; then
         grep -aE '^========= (Program hit|Invalid|Leaked|Race|Barrier|.*error)' "$log" | sort | uniq -c | sort -rn |
@@ -147,7 +149,7 @@ for tool in $TOOLS; do
         [[ " $tools " == *" $tool "* ]] || continue
         first=${cmd%% *}
         if [[ ! -x $first ]]; then
-            say "$(printf '%-9s %-17s missing: %s' "$tool" "$name" "$first")"
+            log "$(printf '%-9s %-17s missing: %s' "$tool" "$name" "$first")"
             failed=$((failed + 1))
             continue
         fi
@@ -156,7 +158,7 @@ for tool in $TOOLS; do
     done
 done
 for tool in $TOOLS; do
-    say "$tool: ${runs[$tool]:-0} runs, ${errors[$tool]:-0} errors, ${bad[$tool]:-0} failed"
+    log "$tool: ${runs[$tool]:-0} runs, ${errors[$tool]:-0} errors, ${bad[$tool]:-0} failed"
 done
-say "gpu-sanitize: $failed run(s) not clean (logs in $OUT)"
+log "gpu-sanitize: $failed run(s) not clean (logs in $OUT)"
 exit "$failed"

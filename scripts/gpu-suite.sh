@@ -23,15 +23,9 @@ OUT=${OUT:-/tmp/fc-gpu}; mkdir -p "$OUT"
 LOG="$OUT/gpu-suite.log"; : > "$LOG"
 BENCH_OUT=$(mktemp -d "${TMPDIR:-/tmp}/fc-bench.XXXXXX")
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-fails=0
-run() { # name, command...
-  local name=$1; shift
-  echo "=== $name: $*" | tee -a "$LOG"
-  "$@" 2>&1 | tee -a "$LOG"
-  local rc=${PIPESTATUS[0]}
-  echo "=== $name: exit $rc" | tee -a "$LOG"
-  [ "$rc" -eq 0 ] || fails=$((fails + 1))
-}
+# run NAME CMD... (lib.sh): one step into $LOG; FAILS counts the failed ones.
+. scripts/lib.sh
+LOG_FILE=$LOG
 {
   echo "date: $(date -u +%FT%TZ)"
   echo "bundle built from: $(cat .bundle/COMMIT 2>/dev/null)"
@@ -73,5 +67,5 @@ if want bench FC_NO_BENCH; then
   tar -czf "$OUT/bench.tar.gz" -C "$BENCH_OUT" . 2>/dev/null
 fi
 tar -czf "$OUT/logs.tar.gz" -C "$STEPS_OUT" . 2>/dev/null
-echo "=== gpu-suite: $fails step(s) failed" | tee -a "$LOG"
-exit "$fails"
+log "=== gpu-suite: $FAILS step(s) failed"
+exit "$FAILS"

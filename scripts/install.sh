@@ -10,11 +10,26 @@
 #   PREFIX/lib/cmake/fcgraph/fcgraphConfig.cmake and fcgraphConfigVersion.cmake
 #                                               find_package(fcgraph X.Y) -> fcgraph::fcgraph,
 #                                               fcgraph::fcgraph_static
-#   PREFIX/bin/fcgraph                          the command-line tool (info, selftest, bench)
+#   PREFIX/bin/fcgraph                          the command-line tool (info, selftest)
+#   PREFIX/lib/debug/PREFIX/LIBDIR/libfcgraph.so.X.Y.Z.debug
+#   PREFIX/lib/debug/PREFIX/bin/fcgraph.debug   their debug info, split off
 #
 # The version X.Y.Z is the workspace's (Cargo.toml, [workspace.package]).
 #
+# Installed files are stripped, as distributions ship them: the shared
+# library and the tool lose their symbol tables and debug info (the shared
+# library keeps its dynamic symbols), the static library its debug info
+# (it keeps the symbols a link needs). The debug info of the shared library
+# and the tool goes to compressed .debug files under PREFIX/lib/debug, at
+# the files' own absolute paths, as distributions' -dbg/-debuginfo packages
+# lay them out; each stripped file names its .debug file (with its CRC) in
+# a .gnu_debuglink section, and a file with a build ID also gets
+# lib/debug/.build-id/xx/rest.debug. gdb finds them after
+# `set debug-file-directory PREFIX/lib/debug` (its default for PREFIX /usr).
+# Needs objcopy, strip and readelf (binutils).
+#
 # Usage: scripts/install.sh [--prefix DIR] [--destdir DIR] [--libdir NAME] [--no-build]
+#                           [--keep-debug | --no-debug-files]
 #   --prefix DIR    where the files will live (default /usr/local)
 #   --destdir DIR   stage the files under DIR (DIR/PREFIX/...), as packagers do;
 #                   the installed files still name PREFIX
@@ -22,14 +37,15 @@
 #   --no-build      install the existing release build (target/release) instead
 #                   of running scripts/build.sh first (which installs missing
 #                   build dependencies with apt-get: scripts/deps.sh)
+#   --keep-debug    install the files as built, debug info inside (no stripping)
+#   --no-debug-files  strip, and install no .debug files
 # Environment: CARGO_TARGET_DIR (default target/), RUSTC (default rustc).
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; }
-die() { echo "install.sh: $*" >&2; exit 2; }
+# ROOT, die, usage, absolute, workspace_version
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-PREFIX=/usr/local DESTDIR_="" LIBDIR=lib BUILD=1
+PREFIX=/usr/local DESTDIR_="" LIBDIR=lib BUILD=1 DEBUG=split
 while [[ $# -gt 0 ]]; do
   case $1 in
   --prefix) [[ $# -ge 2 ]] || die "--prefix needs a folder"; PREFIX=$2; shift 2 ;;
@@ -39,13 +55,14 @@ while [[ $# -gt 0 ]]; do
   --libdir) [[ $# -ge 2 ]] || die "--libdir needs a name"; LIBDIR=$2; shift 2 ;;
   --libdir=*) LIBDIR=${1#*=}; shift ;;
   --no-build) BUILD=0; shift ;;
+  --keep-debug) DEBUG=keep; shift ;;
+  --no-debug-files) DEBUG=none; shift ;;
   -h | --help) usage; exit 0 ;;
   *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
 
 # Absolute paths, without a trailing slash, whatever folder we were called from.
-absolute() { case $1 in /*) printf '%s' "$1" ;; *) printf '%s/%s' "$PWD" "$1" ;; esac; }
 [[ -n $PREFIX ]] || die "--prefix is empty"
 PREFIX=$(absolute "$PREFIX"); PREFIX=${PREFIX%/}; PREFIX=${PREFIX:-/}
 [[ -z $DESTDIR_ ]] || { DESTDIR_=$(absolute "$DESTDIR_"); DESTDIR_=${DESTDIR_%/}; }
@@ -53,10 +70,15 @@ LIBDIR=${LIBDIR%/}
 case $LIBDIR in "" | /* | *..* | *//*) die "--libdir must be a relative folder name such as lib or lib64, not '$LIBDIR'" ;; esac
 
 # The version, from [workspace.package] of the workspace's Cargo.toml.
-VERSION=$(awk '/^\[workspace\.package\]/ { s = 1; next } /^\[/ { s = 0 }
-  s && /^version[ \t]*=/ { sub(/^[^"]*"/, ""); sub(/".*/, ""); print; exit }' "$ROOT/Cargo.toml")
+VERSION=$(workspace_version)
 [[ $VERSION =~ ^([0-9]+)\.([0-9]+)\.([0-9]+)$ ]] || die "no X.Y.Z version in [workspace.package] of Cargo.toml (got '$VERSION')"
 MAJOR=${BASH_REMATCH[1]} MINOR=${BASH_REMATCH[2]}
+
+if [[ $DEBUG != keep ]]; then
+  for tool in objcopy strip readelf; do
+    have "$tool" || die "$tool not found: install binutils, or pass --keep-debug to install unstripped files"
+  done
+fi
 
 if [[ $BUILD -eq 1 ]]; then
   "$ROOT/scripts/build.sh"
@@ -132,6 +154,44 @@ ln -sfn "libfcgraph.so.$MAJOR" "$lib/libfcgraph.so"
 install -m 644 "$TARGET/libfcgraph.a" "$lib/libfcgraph.a"
 install -m 644 "$ROOT/include/cuda/fc_cuda.h" "$D/include/cuda/fc_cuda.h"
 install -m 755 "$TARGET/fcgraph" "$D/bin/fcgraph"
+
+# split_debug FILE INSTALLED_PATH: moves FILE's debug info into
+# $D/lib/debug/INSTALLED_PATH.debug, strips FILE and links it to that file.
+dbg_root="$D/lib/debug"
+split_debug() {
+  local file=$1 dbg="$dbg_root$2.debug" id
+  install -d "$(dirname "$dbg")"
+  objcopy --only-keep-debug --compress-debug-sections=zlib "$file" "$dbg"
+  chmod 644 "$dbg"
+  strip --strip-unneeded --remove-section=.comment "$file"
+  objcopy --add-gnu-debuglink="$dbg" "$file"
+  id=$(readelf -n "$file" | sed -n 's/.*Build ID: *\([0-9a-f]*\).*/\1/p' | head -n 1)
+  if [[ ${#id} -gt 2 ]]; then
+    install -d "$dbg_root/.build-id/${id:0:2}"
+    ln -sfn "$(realpath -m --relative-to="$dbg_root/.build-id/${id:0:2}" "$dbg")" \
+      "$dbg_root/.build-id/${id:0:2}/${id:2}.debug"
+  fi
+}
+sizes() { # the installed library and tool, in MB
+  local f
+  for f in "$lib/libfcgraph.so.$VERSION" "$lib/libfcgraph.a" "$D/bin/fcgraph"; do
+    printf '%s %s MB; ' "${f#"$D/"}" "$(du -b "$f" | awk '{ printf "%.1f", $1 / 1e6 }')"
+  done
+}
+if [[ $DEBUG == keep ]]; then
+  echo "not stripped (--keep-debug): $(sizes)"
+else
+  before=$(sizes)
+  if [[ $DEBUG == split ]]; then
+    split_debug "$lib/libfcgraph.so.$VERSION" "$PREFIX/$LIBDIR/libfcgraph.so.$VERSION"
+    split_debug "$D/bin/fcgraph" "$PREFIX/bin/fcgraph"
+  else
+    strip --strip-unneeded --remove-section=.comment "$lib/libfcgraph.so.$VERSION" "$D/bin/fcgraph"
+  fi
+  strip --strip-debug "$lib/libfcgraph.a"
+  echo "as built: $before"
+  echo "stripped: $(sizes)"
+fi
 render "$ROOT/packaging/fcgraph.pc.in" "$lib/pkgconfig/fcgraph.pc"
 render "$ROOT/packaging/fcgraphConfig.cmake.in" "$lib/cmake/fcgraph/fcgraphConfig.cmake"
 render "$ROOT/packaging/fcgraphConfigVersion.cmake.in" "$lib/cmake/fcgraph/fcgraphConfigVersion.cmake"
@@ -143,6 +203,12 @@ installed:
   $lib/pkgconfig/fcgraph.pc
   $lib/cmake/fcgraph/fcgraphConfig.cmake, fcgraphConfigVersion.cmake
   $D/bin/fcgraph
+EOF
+if [[ $DEBUG == split ]]; then
+  echo "  $dbg_root$PREFIX/$LIBDIR/libfcgraph.so.$VERSION.debug, $dbg_root$PREFIX/bin/fcgraph.debug"
+  echo "    (debug info; gdb: set debug-file-directory $PREFIX/lib/debug)"
+fi
+cat <<EOF
 use:
   cc app.c \$(PKG_CONFIG_PATH=$PREFIX/$LIBDIR/pkgconfig pkg-config --cflags --libs fcgraph)
   cmake -DCMAKE_PREFIX_PATH=$PREFIX ...   # find_package(fcgraph $MAJOR.$MINOR REQUIRED), fcgraph::fcgraph

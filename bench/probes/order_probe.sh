@@ -20,16 +20,16 @@ lib=$( (ldconfig -p 2> /dev/null || true) | awk '/libcuda\.so\.1 /{print $NF; ex
 gcc -O2 -std=c11 -I"$inc" bench/raw/raw_bench.c -o "$OUT/raw_bench" "${lib:--lcuda}" -lpthread
 PINS=${PINS:-2-5}
 FC=.bundle/bin/fc-bench
-run() { # name cmd...
+probe() { # name cmd...
     local name=$1
     shift
     taskset -c "$pin" "$@" > "$OUT/$name.$pin.$r.jsonl" 2> "$OUT/$name.$pin.$r.log" || echo "$name $pin round $r failed: $?"
 }
 for r in $(seq 1 "$ROUNDS"); do
     for pin in $PINS; do
-        run raw "$OUT/raw_bench" kernels/elementwise.ptx --kernels "$K" --no-multi-gpu
-        run fc-full "$FC" --kernels "$K" --no-multi-gpu
-        run fc-feat "$FC" --kernels "$K" --features-only
+        probe raw "$OUT/raw_bench" kernels/elementwise.ptx --kernels "$K" --no-multi-gpu
+        probe fc-full "$FC" --kernels "$K" --no-multi-gpu
+        probe fc-feat "$FC" --kernels "$K" --features-only
     done
 done
 python3 - "$OUT" "$ROUNDS" "$PINS" <<'PY'

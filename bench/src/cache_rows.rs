@@ -17,7 +17,9 @@ use std::time::Instant;
 use fc_graph::cache::{CacheConfig, GraphCache, Outcome};
 use fc_graph::{Error, Result};
 
-use crate::{emit_row_with, percentile, print_row, us_since, Chain, MULTI_GPU_KERNELS};
+use serde_json::json;
+
+use crate::{emit_row_with, no_extra, percentile, print_row, us_since, Chain, MULTI_GPU_KERNELS};
 
 /// Goal of issue 10: a hit costs at most this much more than a bare launch.
 const HIT_OVERHEAD_GOAL_US: f64 = 0.2;
@@ -63,9 +65,8 @@ pub(crate) fn bench_cache_hit(c: &Chain, warmup: usize, iters: usize) -> Result<
     }
     c.ctx.synchronize()?;
     let stats = cache.stats()?;
-    let extra = format!(",\"hits\":{},\"misses\":{}", stats.hits, stats.misses);
-    emit_row_with("cache_hit_host", k, &mut hit, &extra);
-    emit_row_with("graph_launch_host_paired", k, &mut bare, "");
+    emit_row_with("cache_hit_host", k, &mut hit, json!({"hits": stats.hits, "misses": stats.misses}));
+    emit_row_with("graph_launch_host_paired", k, &mut bare, no_extra());
     diff.sort_by(f64::total_cmp);
     let med = percentile(&diff, 0.5);
     let verdict = if med <= HIT_OVERHEAD_GOAL_US { "met" } else { "missed" };
@@ -76,7 +77,7 @@ pub(crate) fn bench_cache_hit(c: &Chain, warmup: usize, iters: usize) -> Result<
         percentile(&diff, 0.1),
         percentile(&diff, 0.9),
         diff.len(),
-        &format!(",\"goal_us\":{HIT_OVERHEAD_GOAL_US},\"goal\":\"{verdict}\""),
+        json!({"goal_us": HIT_OVERHEAD_GOAL_US, "goal": verdict}),
     );
     Ok(())
 }

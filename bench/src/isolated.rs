@@ -43,7 +43,9 @@ use std::time::{Duration, Instant};
 
 use fc_graph::{CaptureMode, Context, DeviceBuffer, Error, Graph, Isolation, IsolationRequest, Result};
 
-use crate::{build_kind, emit_row_with, us_since, Args, IMPL};
+use serde_json::json;
+
+use crate::{build_kind, emit_row_with, round, us_since, Args, IMPL};
 
 /// Kernels of the timed chain (the seed's layer: 13 add/mul pairs).
 const K: usize = 26;
@@ -141,14 +143,12 @@ fn paired(warmup: usize, iters: usize, mut f: impl FnMut(usize) -> Result<f64>) 
 
 /// Prints the primary and the isolated row of one metric.
 fn emit_pair(metric: &str, isolation: Isolation, [mut primary, mut isolated]: [Vec<f64>; 2]) {
-    let p = emit_row_with(&format!("ctx_{metric}_primary"), K, &mut primary, ",\"context\":\"primary\"");
+    let p = emit_row_with(&format!("ctx_{metric}_primary"), K, &mut primary, json!({"context": "primary"}));
     isolated.sort_by(f64::total_cmp);
     let i = crate::percentile(&isolated, 0.5);
-    let extra = format!(
-        ",\"context\":\"isolated\",\"isolation\":\"{isolation}\",\"primary_median_us\":{p:.3},\"ratio_vs_primary\":{:.3}",
-        i / p
-    );
-    emit_row_with(&format!("ctx_{metric}_isolated"), K, &mut isolated, &extra);
+    let extra = json!({"context": "isolated", "isolation": isolation.to_string(), "primary_median_us": round(p, 3),
+                       "ratio_vs_primary": round(i / p, 3)});
+    emit_row_with(&format!("ctx_{metric}_isolated"), K, &mut isolated, extra);
 }
 
 /// Graph launches + syncs per second, one thread per rig, all at once for
@@ -206,20 +206,21 @@ fn emit_replays(row: &str, per: &[f64], cmp: Compare, kinds: &str, secs: f64) ->
     let total: f64 = per.iter().sum();
     let per_list: Vec<String> = per.iter().map(|v| format!("{v:.1}")).collect();
     let baseline = cmp.one;
-    let mut ratio = baseline.map_or(String::new(), |b| format!(",\"ratio_vs_1ctx\":{:.3}", total / b));
+    let mut r = json!({"impl": IMPL, "row": row, "kernels": K, "replays_per_s": round(total, 1),
+                       "per_context": per.iter().map(|&v| round(v, 1)).collect::<Vec<_>>(),
+                       "contexts": per.len(), "kinds": kinds, "secs": round(secs, 3)});
+    if let Some(b) = baseline {
+        r["ratio_vs_1ctx"] = json!(round(total / b, 3));
+    }
     if let Some(two) = cmp.two_primary {
-        ratio
-            .push_str(&format!(",\"two_primary_replays_per_s\":{two:.1},\"ratio_vs_2ctx_primary\":{:.3}", total / two));
+        r["two_primary_replays_per_s"] = json!(round(two, 1));
+        r["ratio_vs_2ctx_primary"] = json!(round(total / two, 3));
     }
     if let Some(i) = cmp.isolation {
-        ratio.push_str(&format!(",\"isolation\":\"{i}\""));
+        r["isolation"] = json!(i.to_string());
     }
-    println!(
-        "{{\"impl\":\"{IMPL}\",\"row\":\"{row}\",\"kernels\":{K},\"replays_per_s\":{total:.1},\"per_context\":[{}],\"contexts\":{},\"kinds\":\"{kinds}\",\"secs\":{secs:.3}{ratio},\"build\":\"{}\"}}",
-        per_list.join(","),
-        per.len(),
-        build_kind(),
-    );
+    r["build"] = json!(build_kind());
+    println!("{r}");
     eprintln!(
         "[fc] {row:<36} {total:10.1} replays/s ({}){}{}",
         per_list.join(" + "),
@@ -241,11 +242,10 @@ fn footprint(row: &str, before: &Rig, n: usize, make: impl FnOnce() -> Result<Co
     let (free_after, _) = rig.ctx.mem_info()?;
     let bytes = free_before.saturating_sub(free_after);
     println!(
-        "{{\"impl\":\"{IMPL}\",\"row\":\"{row}\",\"kernels\":0,\"median_us\":null,\"bytes\":{bytes},\"mib\":{:.1},\"buffer_bytes\":{},\"device_total_bytes\":{total},\"isolation\":\"{}\",\"build\":\"{}\"}}",
-        bytes as f64 / (1u64 << 20) as f64,
-        3 * n * std::mem::size_of::<f32>(),
-        rig.ctx.isolation(),
-        build_kind(),
+        "{}",
+        json!({"impl": IMPL, "row": row, "kernels": 0, "median_us": null, "bytes": bytes,
+               "mib": round(bytes as f64 / (1u64 << 20) as f64, 1), "buffer_bytes": 3 * n * std::mem::size_of::<f32>(),
+               "device_total_bytes": total, "isolation": rig.ctx.isolation().to_string(), "build": build_kind()})
     );
     eprintln!("[fc] {} context footprint: {:.1} MiB of device memory", rig.kind(), bytes as f64 / (1u64 << 20) as f64);
     Ok(rig)

@@ -50,9 +50,11 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use fc_bench::stats::{build_kind, percentile, row_json, us_since, Summary, IMPL};
+use fc_bench::stats::{build_kind, no_extra, percentile, round, row_json, us_since, Summary, IMPL};
 use fc_bench::steps::{run_steps, StepOutput, StepsConfig};
+use fc_bench::steps_table;
 use fc_graph::{CaptureMode, Context, Device, DeviceBuffer, Error, Graph, Result, UpdateReport};
+use serde_json::{json, Value};
 
 mod cache_rows;
 mod isolated;
@@ -112,9 +114,14 @@ struct Args {
     #[arg(long)]
     features_only: bool,
     /// Time the library's individual steps next to the bare driver calls
-    /// they wrap (rows `step_*`), then exit.
+    /// they wrap (rows `step_*`), then exit. With --quick: about a second
+    /// (K = 26 only, fewer samples, no no-context probe).
     #[arg(long)]
     steps: bool,
+    /// With --steps: print the comparison as a table for people instead of
+    /// JSON rows.
+    #[arg(long, requires = "steps")]
+    table: bool,
     /// Time an isolated context next to a primary one, alternating in one
     /// process, and two contexts replaying on one GPU (rows `ctx_*`, see
     /// bench/src/isolated.rs), then exit.
@@ -185,14 +192,7 @@ fn main() -> ExitCode {
 
 fn run(args: &Args) -> Result<()> {
     if args.steps {
-        return run_steps(&StepsConfig::full(args.device, args.n), &mut |o| match o {
-            StepOutput::Row(r) => {
-                println!("{}", r.json());
-                log_row(&r.row_name(), r.kernels, &r.summary);
-            }
-            StepOutput::Probe(p) => println!("{}", p.json()),
-            StepOutput::Pdl(_) => {}
-        });
+        return steps(args);
     }
     if args.isolated {
         return isolated::bench_isolated(args);
@@ -224,6 +224,36 @@ fn run(args: &Args) -> Result<()> {
     }
 
     bench_features(args)
+}
+
+/// `--steps`: JSON rows (as soon as each is measured), or with `--table`
+/// the comparison table at the end.
+fn steps(args: &Args) -> Result<()> {
+    let cfg = if args.quick { StepsConfig::quick(args.device, args.n) } else { StepsConfig::full(args.device, args.n) };
+    let (mut rows, mut pdl) = (Vec::new(), None);
+    let result = run_steps(&cfg, &mut |o| match o {
+        StepOutput::Row(r) => {
+            if !args.table {
+                println!("{}", r.json());
+            }
+            log_row(&r.row_name(), r.kernels, &r.summary);
+            rows.push(r);
+        }
+        StepOutput::Probe(p) => {
+            if !args.table {
+                println!("{}", p.json());
+            }
+        }
+        StepOutput::Pdl(p) => pdl = Some(p),
+    });
+    if args.table && !rows.is_empty() {
+        let name = Device::get(args.device).and_then(|d| d.name()).map_or_else(
+            |e| format!("device {} (name unreadable: {e})", args.device),
+            |n| format!("device {} ({n})", args.device),
+        );
+        println!("{}", steps_table::text(&name, pdl, &steps_table::lines(&rows)));
+    }
+    result
 }
 
 // ---------------------------------------------------------------------------
@@ -320,9 +350,14 @@ struct Mode {
 }
 
 impl Mode {
-    /// Emits `row` + suffix with `"pdl"` and `extra` appended; returns the median.
-    fn emit(&self, row: &str, kernels: usize, us: &mut [f64], extra: &str) -> f64 {
-        emit_row_with(&format!("{row}{}", self.suffix), kernels, us, &format!(",\"pdl\":{}{extra}", self.pdl))
+    /// Emits `row` + suffix with `"pdl"` and the fields of `extra` (a JSON
+    /// object) appended; returns the median.
+    fn emit(&self, row: &str, kernels: usize, us: &mut [f64], extra: Value) -> f64 {
+        let mut fields = json!({"pdl": self.pdl});
+        if let (Some(map), Value::Object(more)) = (fields.as_object_mut(), extra) {
+            map.extend(more);
+        }
+        emit_row_with(&format!("{row}{}", self.suffix), kernels, us, fields)
     }
 }
 
@@ -343,9 +378,8 @@ fn in_both_modes(c: &Chain, k: usize, rows: &[&str], mut f: impl FnMut(Mode) -> 
     f(Mode { suffix: "", pdl })?;
     if !pdl {
         for row in rows {
-            println!(
-                "{{\"impl\":\"{IMPL}\",\"row\":\"{row}_nopdl\",\"kernels\":{k},\"skipped\":\"PDL unavailable here: the default rows are plain\"}}"
-            );
+            let skipped = "PDL unavailable here: the default rows are plain";
+            println!("{}", json!({"impl": IMPL, "row": format!("{row}_nopdl"), "kernels": k, "skipped": skipped}));
         }
         return Ok(());
     }
@@ -355,18 +389,18 @@ fn in_both_modes(c: &Chain, k: usize, rows: &[&str], mut f: impl FnMut(Mode) -> 
     off
 }
 
-/// Sorts `us`, prints its row with `extra` (`,"key":value...`) appended to
-/// the JSON object, and returns the median.
-fn emit_row_with(row: &str, kernels: usize, us: &mut [f64], extra: &str) -> f64 {
+/// Sorts `us`, prints its row with the fields of `extra` (a JSON object)
+/// appended, and returns the median.
+fn emit_row_with(row: &str, kernels: usize, us: &mut [f64], extra: Value) -> f64 {
     let s = Summary::of(us);
     println!("{}", row_json(row, kernels, &s, extra));
     log_row(row, kernels, &s);
     s.median
 }
 
-/// One JSON row of the common schema on stdout, `extra` appended before
-/// the closing brace, and its human line on stderr.
-fn print_row(row: &str, kernels: usize, med: f64, p10: f64, p90: f64, n: usize, extra: &str) {
+/// One JSON row of the common schema on stdout, the fields of `extra` (a
+/// JSON object) appended, and its human line on stderr.
+fn print_row(row: &str, kernels: usize, med: f64, p10: f64, p90: f64, n: usize, extra: Value) {
     let s = Summary { median: med, p10, p90, n };
     println!("{}", row_json(row, kernels, &s, extra));
     log_row(row, kernels, &s);
@@ -405,8 +439,8 @@ fn bench_k(c: &Chain, k: usize, warmup: usize, iters: usize, mode: Mode) -> Resu
         a[i] = us_since(t0, t1) / k as f64;
         b[i] = us_since(t0, t2);
     }
-    mode.emit("eager_enqueue_per_kernel", k, &mut a, "");
-    mode.emit("eager_enqueue_sync", k, &mut b, "");
+    mode.emit("eager_enqueue_per_kernel", k, &mut a, no_extra());
+    mode.emit("eager_enqueue_sync", k, &mut b, no_extra());
 
     // 2. one captured graph: launch (host) and launch + sync
     let graph = c.capture(k)?;
@@ -426,8 +460,8 @@ fn bench_k(c: &Chain, k: usize, warmup: usize, iters: usize, mode: Mode) -> Resu
         a[i] = us_since(t0, t1);
         b[i] = us_since(t0, t2);
     }
-    mode.emit("graph_launch_host", k, &mut a, "");
-    mode.emit("graph_launch_sync", k, &mut b, "");
+    mode.emit("graph_launch_host", k, &mut a, no_extra());
+    mode.emit("graph_launch_sync", k, &mut b, no_extra());
     drop(graph);
 
     // 3. capture + instantiate, end to end (the graph is dropped untimed)
@@ -441,7 +475,7 @@ fn bench_k(c: &Chain, k: usize, warmup: usize, iters: usize, mode: Mode) -> Resu
         drop(g);
         *slot = us_since(t0, t1);
     }
-    mode.emit("capture_instantiate", k, &mut a, "");
+    mode.emit("capture_instantiate", k, &mut a, no_extra());
     Ok(())
 }
 
@@ -564,31 +598,36 @@ fn bench_multi_gpu(args: &Args) -> Result<()> {
         if kind == Loop::Update && !in_place {
             eprintln!("[fc] [SKIP] {row}: the driver lacks cuGraphExecUpdate (CUDA 10.2+)");
             for dev in ["1dev", "2dev"] {
-                println!(
-                    "{{\"impl\":\"{IMPL}\",\"row\":\"{row}_{dev}\",\"kernels\":{k},\"skipped\":\"no in-place update in this driver\"}}"
-                );
+                let skipped = "no in-place update in this driver";
+                println!("{}", json!({"impl": IMPL, "row": format!("{row}_{dev}"), "kernels": k, "skipped": skipped}));
             }
             continue;
         }
         let one = run_workers(&[&c0], kind, k, secs)?[0];
-        println!(
-            "{{\"impl\":\"{IMPL}\",\"row\":\"{row}_1dev\",\"kernels\":{k},\"{field}\":{one:.1},\"secs\":{secs:.3},\"devices\":1,\"pdl\":{pdl}}}"
-        );
+        let mut r = json!({"impl": IMPL, "row": format!("{row}_1dev"), "kernels": k});
+        r[field] = json!(round(one, 1));
+        r["secs"] = json!(round(secs, 3));
+        r["devices"] = json!(1);
+        r["pdl"] = json!(pdl);
+        println!("{r}");
         eprintln!("[fc] {row} 1 device : {one:.1}/s ({}, K={k}{})", kind.doc(), if pdl { ", PDL" } else { "" });
         let Some(c1) = c1.as_ref() else {
             eprintln!("[fc] [SKIP] {row} 2 devices: only {count} CUDA device(s) visible");
-            println!(
-                "{{\"impl\":\"{IMPL}\",\"row\":\"{row}_2dev\",\"kernels\":{k},\"skipped\":\"only {count} CUDA device(s)\"}}"
-            );
+            let skipped = format!("only {count} CUDA device(s)");
+            println!("{}", json!({"impl": IMPL, "row": format!("{row}_2dev"), "kernels": k, "skipped": skipped}));
             continue;
         };
         let per = run_workers(&[&c0, c1], kind, k, secs)?;
         let two: f64 = per.iter().sum();
         let ratio = two / one;
-        println!(
-            "{{\"impl\":\"{IMPL}\",\"row\":\"{row}_2dev\",\"kernels\":{k},\"{field}\":{two:.1},\"per_device\":[{:.1},{:.1}],\"ratio_vs_1dev\":{ratio:.3},\"secs\":{secs:.3},\"devices\":2,\"pdl\":{pdl}}}",
-            per[0], per[1]
-        );
+        let mut r = json!({"impl": IMPL, "row": format!("{row}_2dev"), "kernels": k});
+        r[field] = json!(round(two, 1));
+        r["per_device"] = json!([round(per[0], 1), round(per[1], 1)]);
+        r["ratio_vs_1dev"] = json!(round(ratio, 3));
+        r["secs"] = json!(round(secs, 3));
+        r["devices"] = json!(2);
+        r["pdl"] = json!(pdl);
+        println!("{r}");
         eprintln!("[fc] {row} 2 devices: {two:.1}/s ({:.1} + {:.1}), {ratio:.2}x one device", per[0], per[1]);
     }
     Ok(())
@@ -645,13 +684,13 @@ fn bench_recapture_update(c: &Chain, k: usize, warmup: usize, iters: usize, mode
         all_in_place &= rep.updated == 1;
         *slot = us_since(t0, t1);
     }
-    let mut extra = format!(",\"updated\":{},\"instantiated\":{}", first.updated, first.instantiated);
+    let mut extra = json!({"updated": first.updated, "instantiated": first.instantiated});
     if !in_place {
-        extra.push_str(",\"note\":\"driver lacks in-place update\"");
+        extra["note"] = json!("driver lacks in-place update");
     } else if !all_in_place {
-        extra.push_str(",\"note\":\"some timed re-captures were instantiated anew\"");
+        extra["note"] = json!("some timed re-captures were instantiated anew");
     }
-    mode.emit("recapture_update", k, &mut a, &extra);
+    mode.emit("recapture_update", k, &mut a, extra);
     c.reset()?;
     g.launch()?;
     c.check(k, if mode.pdl { "updated graph (PDL)" } else { "updated graph" })
@@ -746,15 +785,13 @@ fn bench_breakable(c: &Chain, warmup: usize, iters: usize) -> Result<()> {
     let mut d_sync: Vec<f64> = a_sync.iter().zip(&b_sync).map(|(a, b)| (a - b) / per).collect();
     let mut d_host: Vec<f64> = a_host.iter().zip(&b_host).map(|(a, b)| (a - b) / per).collect();
 
-    let a_extra = format!(
-        ",\"segments\":{},\"breaks\":{BREAKS},\"graph_kernels\":{graph_kernels},\"break_kernels\":{BREAKS}",
-        BREAKS + 1
-    );
-    let b_extra = format!(",\"graph_kernels\":{graph_kernels},\"host_kernels\":{BREAKS}");
-    let a_sync_med = emit_row_with("breakable_replay_6breaks_sync", kernels, &mut a_sync, &a_extra);
-    let b_sync_med = emit_row_with("unbroken_plus_host_calls_sync", kernels, &mut b_sync, &b_extra);
-    let a_host_med = emit_row_with("breakable_replay_6breaks_host", kernels, &mut a_host, &a_extra);
-    let b_host_med = emit_row_with("unbroken_plus_host_calls_host", kernels, &mut b_host, &b_extra);
+    let a_extra =
+        json!({"segments": BREAKS + 1, "breaks": BREAKS, "graph_kernels": graph_kernels, "break_kernels": BREAKS});
+    let b_extra = json!({"graph_kernels": graph_kernels, "host_kernels": BREAKS});
+    let a_sync_med = emit_row_with("breakable_replay_6breaks_sync", kernels, &mut a_sync, a_extra.clone());
+    let b_sync_med = emit_row_with("unbroken_plus_host_calls_sync", kernels, &mut b_sync, b_extra.clone());
+    let a_host_med = emit_row_with("breakable_replay_6breaks_host", kernels, &mut a_host, a_extra);
+    let b_host_med = emit_row_with("unbroken_plus_host_calls_host", kernels, &mut b_host, b_extra);
 
     for (row, a_med, b_med, d, a_row, b_row) in [
         (
@@ -776,10 +813,9 @@ fn bench_breakable(c: &Chain, warmup: usize, iters: usize) -> Result<()> {
     ] {
         let (paired_med, p10, p90) = summary(d);
         let cost = (a_med - b_med) / per;
-        let extra = format!(
-            ",\"breaks\":{BREAKS},\"from\":\"{a_row}\",\"baseline\":\"{b_row}\",\"paired_median_us\":{paired_med:.3}"
-        );
-        print_row(row, kernels, cost, p10, p90, d.len(), &extra);
+        let extra =
+            json!({"breaks": BREAKS, "from": a_row, "baseline": b_row, "paired_median_us": round(paired_med, 3)});
+        print_row(row, kernels, cost, p10, p90, d.len(), extra);
     }
     Ok(())
 }
@@ -857,11 +893,11 @@ fn bench_pool_growth(args: &Args) -> Result<()> {
         added[i] = after as i64 - before as i64;
         let capture_us = us_since(t0, t1);
         println!(
-            "{{\"impl\":\"{IMPL}\",\"row\":\"pool_bytes_after_capture_{}\",\"kernels\":{kernels},\"median_us\":null,\"bytes\":{after},\"mib\":{:.3},\"added_bytes\":{},\"baseline_bytes\":{baseline},\"rows\":{n},\"d\":{POOL_D},\"d2\":{POOL_D2},\"layers\":{POOL_LAYERS},\"capture_us\":{capture_us:.3},\"build\":\"{}\"}}",
-            i + 1,
-            after as f64 / MIB,
-            added[i],
-            build_kind(),
+            "{}",
+            json!({"impl": IMPL, "row": format!("pool_bytes_after_capture_{}", i + 1), "kernels": kernels,
+                   "median_us": null, "bytes": after, "mib": round(after as f64 / MIB, 3), "added_bytes": added[i],
+                   "baseline_bytes": baseline, "rows": n, "d": POOL_D, "d2": POOL_D2, "layers": POOL_LAYERS,
+                   "capture_us": round(capture_us, 3), "build": build_kind()})
         );
         eprintln!(
             "[fc] pool after capture {} (n={n}): {:.3} MiB reserved ({:+.3} MiB; capture+instantiate {capture_us:.1} us; output ok)",
@@ -875,14 +911,15 @@ fn bench_pool_growth(args: &Args) -> Result<()> {
     let first = added[0];
     let bound = ((2u64 << 20) as i64).max(first / 10);
     for (i, &add) in added.iter().enumerate().skip(1) {
-        let fraction = if first > 0 { format!("{:.4}", add as f64 / first as f64) } else { "null".to_string() };
+        let fraction = (first > 0).then(|| round(add as f64 / first as f64, 4));
         let met = add < bound;
         println!(
-            "{{\"impl\":\"{IMPL}\",\"row\":\"pool_growth_{}_over_1\",\"kernels\":{kernels},\"median_us\":null,\"fraction\":{fraction},\"added_bytes\":{},\"first_growth_bytes\":{first},\"bound_bytes\":{bound},\"goal_met\":{met},\"build\":\"{}\"}}",
-            i + 1,
-            add,
-            build_kind(),
+            "{}",
+            json!({"impl": IMPL, "row": format!("pool_growth_{}_over_1", i + 1), "kernels": kernels,
+                   "median_us": null, "fraction": fraction, "added_bytes": add, "first_growth_bytes": first,
+                   "bound_bytes": bound, "goal_met": met, "build": build_kind()})
         );
+        let fraction = fraction.map_or_else(|| "null".to_string(), |f| format!("{f:.4}"));
         eprintln!(
             "[fc] pool capture {} added {:.3} MiB = {fraction} of capture 1's {:.3} MiB (bound {:.3} MiB): {}",
             i + 1,

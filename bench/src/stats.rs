@@ -1,7 +1,8 @@
-//! Sample statistics and the JSON row format shared by `fc-bench` and
-//! `fcgraph bench`.
+//! Sample statistics and the JSON row format of `fc-bench`.
 
 use std::time::Instant;
+
+use serde_json::{json, Value};
 
 /// The `impl` field of every row this crate writes.
 pub const IMPL: &str = "fc";
@@ -59,17 +60,33 @@ pub fn build_kind() -> &'static str {
     }
 }
 
-/// One JSON row of the common schema (see `bench/report.py`), `extra`
-/// (`,"key":value...`) appended before the closing brace.
-pub fn row_json(row: &str, kernels: usize, s: &Summary, extra: &str) -> String {
-    format!(
-        "{{\"impl\":\"{IMPL}\",\"row\":\"{row}\",\"kernels\":{kernels},\"median_us\":{:.3},\"p10_us\":{:.3},\"p90_us\":{:.3},\"n\":{},\"build\":\"{}\"{extra}}}",
-        s.median,
-        s.p10,
-        s.p90,
-        s.n,
-        build_kind(),
-    )
+/// `x` rounded to `decimals` decimals (the rows' precision: 3 for
+/// microseconds, 1 for rates), written by serde_json as the shortest
+/// decimal that reads back the same.
+pub fn round(x: f64, decimals: i32) -> f64 {
+    let scale = 10f64.powi(decimals);
+    (x * scale).round() / scale
+}
+
+/// One JSON row of the common schema (see `bench/report.py`): `impl`,
+/// `row`, `kernels`, the summary (`median_us`, `p10_us`, `p90_us` to the
+/// nanosecond, `n`), `build`, then the fields of `extra` (a JSON object, in
+/// its order; anything else adds nothing).
+pub fn row_json(row: &str, kernels: usize, s: &Summary, extra: Value) -> String {
+    let mut r = json!({
+        "impl": IMPL, "row": row, "kernels": kernels,
+        "median_us": round(s.median, 3), "p10_us": round(s.p10, 3), "p90_us": round(s.p90, 3), "n": s.n,
+        "build": build_kind(),
+    });
+    if let (Some(map), Value::Object(more)) = (r.as_object_mut(), extra) {
+        map.extend(more);
+    }
+    r.to_string()
+}
+
+/// No extra fields, for [`row_json`].
+pub fn no_extra() -> Value {
+    Value::Null
 }
 
 #[cfg(test)]
@@ -97,8 +114,14 @@ mod tests {
     #[test]
     fn row_json_has_the_report_fields() {
         let s = Summary { median: 1.5, p10: 1.0, p90: 2.25, n: 7 };
-        let row = row_json("step_x_fc", 26, &s, ",\"k\":1");
-        assert!(row.starts_with("{\"impl\":\"fc\",\"row\":\"step_x_fc\",\"kernels\":26,\"median_us\":1.500,"), "{row}");
-        assert!(row.ends_with(&format!("\"n\":7,\"build\":\"{}\",\"k\":1}}", build_kind())), "{row}");
+        let row = row_json("step_x_fc", 26, &s, json!({"k": 1, "a": "x\"y"}));
+        assert!(row.starts_with("{\"impl\":\"fc\",\"row\":\"step_x_fc\",\"kernels\":26,\"median_us\":1.5,"), "{row}");
+        assert!(row.ends_with(&format!("\"n\":7,\"build\":\"{}\",\"k\":1,\"a\":\"x\\\"y\"}}", build_kind())), "{row}");
+        let v: Value = serde_json::from_str(&row).expect("valid JSON");
+        assert_eq!((v["p10_us"].as_f64(), v["p90_us"].as_f64()), (Some(1.0), Some(2.25)));
+        let plain = row_json("r", 1, &Summary { median: 1.23456, p10: f64::NAN, p90: 2.0, n: 1 }, no_extra());
+        let v: Value = serde_json::from_str(&plain).expect("valid JSON, NaN included");
+        assert_eq!((v["median_us"].as_f64(), v["p10_us"].is_null()), (Some(1.235), true));
+        assert!(plain.ends_with(&format!("\"build\":\"{}\"}}", build_kind())), "{plain}");
     }
 }

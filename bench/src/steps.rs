@@ -1,4 +1,4 @@
-//! Where fc-graph's time goes (`fc-bench --steps`, `fcgraph bench`):
+//! Where fc-graph's time goes (`fc-bench --steps`):
 //! times each step of the library's launch, capture and replay paths next
 //! to the bare driver call it wraps, in the same process on the same
 //! stream, alternating, so the difference is the library's own cost. Where
@@ -7,8 +7,8 @@
 //! attribute, on the same sm_90 PTX).
 //!
 //! [`run_steps`] hands each finished row to a callback; `fc-bench` prints
-//! them as JSON rows (`step_<step>_<fc|bare|...>`), `fcgraph bench` as a
-//! table.
+//! them as JSON rows (`step_<step>_<fc|bare|...>`), or with `--table` as
+//! the table of [`crate::steps_table`].
 
 use std::os::raw::c_void;
 use std::time::Instant;
@@ -17,7 +17,9 @@ use cuda_sys::*;
 use fc_graph::graph_builder::Node;
 use fc_graph::{BinaryOp, BuiltGraph, CaptureMode, Context, DeviceBuffer, Graph, GraphBuilder, Module, Result};
 
-use crate::stats::{row_json, us_since, Summary, IMPL};
+use serde_json::json;
+
+use crate::stats::{no_extra, row_json, us_since, Summary, IMPL};
 
 /// What to measure.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,7 +109,7 @@ impl StepRow {
 
     /// The row as one JSON object (the schema `bench/report.py` reads).
     pub fn json(&self) -> String {
-        row_json(&self.row_name(), self.kernels, &self.summary, "")
+        row_json(&self.row_name(), self.kernels, &self.summary, no_extra())
     }
 }
 
@@ -136,17 +138,12 @@ pub struct NoContextProbe {
 impl NoContextProbe {
     /// The probe as its JSON row (`probe_no_current_context`).
     pub fn json(&self) -> String {
-        format!(
-            "{{\"impl\":\"{IMPL}\",\"row\":\"probe_no_current_context\",\"kernels\":0,\"median_us\":null,\"rc_launch\":{},\"rc_begin_capture\":{},\"rc_launch_captured\":{},\"rc_end_capture\":{},\"rc_instantiate\":{},\"rc_graph_launch\":{},\"rc_sync\":{},\"pdl\":{}}}",
-            self.launch,
-            self.begin_capture,
-            self.launch_captured,
-            self.end_capture,
-            self.instantiate,
-            self.graph_launch,
-            self.sync,
-            self.pdl
-        )
+        json!({"impl": IMPL, "row": "probe_no_current_context", "kernels": 0, "median_us": null,
+               "rc_launch": self.launch, "rc_begin_capture": self.begin_capture,
+               "rc_launch_captured": self.launch_captured, "rc_end_capture": self.end_capture,
+               "rc_instantiate": self.instantiate, "rc_graph_launch": self.graph_launch, "rc_sync": self.sync,
+               "pdl": self.pdl})
+        .to_string()
     }
 }
 

@@ -26,15 +26,6 @@ pub fn duration(d: Duration) -> String {
     }
 }
 
-/// Microseconds with three decimals below 100, one above.
-pub fn micros(us: f64) -> String {
-    if us.abs() < 100.0 {
-        format!("{us:.3}")
-    } else {
-        format!("{us:.1}")
-    }
-}
-
 /// The NVIDIA kernel module's version from the text of
 /// `/proc/driver/nvidia/version` ("... Kernel Module  580.65.06  ..." or
 /// "... Open Kernel Module for x86_64  580.65.06 ...").
@@ -64,13 +55,6 @@ mod tests {
         assert_eq!(duration(Duration::from_micros(800)), "0.8 ms");
         assert_eq!(duration(Duration::from_millis(35)), "35 ms");
         assert_eq!(duration(Duration::from_millis(1240)), "1.24 s");
-    }
-
-    #[test]
-    fn micro_seconds() {
-        assert_eq!(micros(3.5213), "3.521");
-        assert_eq!(micros(-0.04), "-0.040");
-        assert_eq!(micros(6512.44), "6512.4");
     }
 
     #[test]

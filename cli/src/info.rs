@@ -5,7 +5,7 @@ use cuda_sys::Driver;
 use fc_graph::features::{cuda_version_text, features_of, Feature};
 use fc_graph::isolation::{last_green_failure, Isolation};
 use fc_graph::{Context, Device};
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::format;
 use crate::locate::{self, Located};
@@ -231,48 +231,47 @@ impl Info {
         out.join("\n")
     }
 
-    /// The report as JSON objects, one per line: the library, the driver,
-    /// each device, each feature.
-    pub fn json_lines(&self) -> Vec<String> {
+    /// The report as one JSON document: the library, the driver, the
+    /// devices (or why they could not be counted), the features.
+    pub fn json(&self) -> Value {
         let path = |l: &Option<Located>| l.as_ref().map(|l| l.path.display().to_string());
         let resolved =
             |l: &Option<Located>| l.as_ref().and_then(|l| l.resolved.as_ref()).map(|r| r.display().to_string());
-        let mut lines = vec![
-            json!({"type": "fcgraph", "version": self.version, "binary": path(&self.binary),
-                   "libfcgraph": path(&self.library), "libfcgraph_resolved": resolved(&self.library)})
-            .to_string(),
-            json!({"type": "driver", "library": self.driver_opened, "file": path(&self.driver_file),
-                   "file_resolved": resolved(&self.driver_file), "cuda_api_version": self.api_version,
-                   "cuda_api": cuda_version_text(self.api_version), "kernel_module": self.kernel_module,
-                   "cuda_visible_devices": self.visible_devices})
-            .to_string(),
-        ];
-        match &self.devices {
-            Err(e) => lines.push(json!({"type": "devices", "error": e}).to_string()),
-            Ok(devs) => {
-                for dev in devs {
-                    lines.push(
-                        json!({"type": "device", "index": dev.index, "name": dev.name.as_ref().ok(),
-                               "compute_capability": dev.compute.as_ref().ok().map(|(a, b)| format!("{a}.{b}")),
-                               "memory_total_bytes": dev.total.as_ref().ok(), "memory_free_bytes": dev.free.as_ref().ok(),
-                               "pdl": dev.pdl.as_ref().ok(),
-                               "isolation": dev.isolation.as_ref().ok().map(|(i, _)| i.as_str()),
-                               "green_failure": dev.isolation.as_ref().ok().and_then(|(_, w)| w.clone()),
-                               "uuid": dev.uuid.as_ref().ok(), "errors": dev.errors()})
-                        .to_string(),
-                    );
-                }
-            }
-        }
-        for f in &self.features {
-            lines.push(
-                json!({"type": "feature", "name": f.name, "entry_point": f.entry_point, "since_cuda": f.since_cuda,
+        let devices: Vec<Value> = match &self.devices {
+            Err(_) => Vec::new(),
+            Ok(devs) => devs
+                .iter()
+                .map(|dev| {
+                    json!({"index": dev.index, "name": dev.name.as_ref().ok(),
+                           "compute_capability": dev.compute.as_ref().ok().map(|(a, b)| format!("{a}.{b}")),
+                           "memory_total_bytes": dev.total.as_ref().ok(), "memory_free_bytes": dev.free.as_ref().ok(),
+                           "pdl": dev.pdl.as_ref().ok(),
+                           "isolation": dev.isolation.as_ref().ok().map(|(i, _)| i.as_str()),
+                           "green_failure": dev.isolation.as_ref().ok().and_then(|(_, w)| w.clone()),
+                           "uuid": dev.uuid.as_ref().ok(), "errors": dev.errors()})
+                })
+                .collect(),
+        };
+        let features: Vec<Value> = self
+            .features
+            .iter()
+            .map(|f| {
+                json!({"name": f.name, "entry_point": f.entry_point, "since_cuda": f.since_cuda,
                        "needs_abi": f.needs_abi, "resolved_abi": f.resolved_abi,
                        "present": f.present, "description": f.description})
-                .to_string(),
-            );
-        }
-        lines
+            })
+            .collect();
+        json!({
+            "fcgraph": {"version": self.version, "binary": path(&self.binary),
+                        "libfcgraph": path(&self.library), "libfcgraph_resolved": resolved(&self.library)},
+            "driver": {"library": self.driver_opened, "file": path(&self.driver_file),
+                       "file_resolved": resolved(&self.driver_file), "cuda_api_version": self.api_version,
+                       "cuda_api": cuda_version_text(self.api_version), "kernel_module": self.kernel_module,
+                       "cuda_visible_devices": self.visible_devices},
+            "devices": devices,
+            "devices_error": self.devices.as_ref().err(),
+            "features": features,
+        })
     }
 }
 
@@ -402,9 +401,9 @@ mod tests {
         );
         let launch = row("cuLaunchKernelEx");
         assert!(launch.contains("| - ") && launch.contains("| no "), "{text}");
-        let objs: Vec<serde_json::Value> =
-            info.json_lines().iter().map(|l| serde_json::from_str(l).expect("valid JSON")).collect();
-        let feature = |e: &str| objs.iter().find(|o| o["type"] == "feature" && o["entry_point"] == e).expect("feature");
+        let doc = info.json();
+        let objs = doc["features"].as_array().expect("features");
+        let feature = |e: &str| objs.iter().find(|o| o["entry_point"] == e).expect("feature");
         assert_eq!(feature("cuGraphExecUpdate")["resolved_abi"], 10020);
         assert_eq!(feature("cuGraphExecUpdate")["present"], true);
         assert_eq!(feature("cuGraphGetEdges")["resolved_abi"], 10000);
@@ -422,13 +421,13 @@ mod tests {
     }
 
     #[test]
-    fn json_lines_parse_and_carry_the_facts() {
-        let lines = sample().json_lines();
-        let objs: Vec<serde_json::Value> = lines.iter().map(|l| serde_json::from_str(l).expect("valid JSON")).collect();
-        assert!(lines.iter().all(|l| !l.contains('\n')));
-        assert_eq!(objs[0]["type"], "fcgraph");
-        assert_eq!(objs[1]["cuda_api_version"], 13000);
-        let devices: Vec<&serde_json::Value> = objs.iter().filter(|o| o["type"] == "device").collect();
+    fn json_is_one_document_carrying_the_facts() {
+        let text = sample().json().to_string();
+        let doc: Value = serde_json::from_str(&text).expect("valid JSON");
+        assert!(!text.contains('\n'));
+        assert_eq!(doc["fcgraph"]["version"], "0.1.0");
+        assert_eq!(doc["driver"]["cuda_api_version"], 13000);
+        let devices = doc["devices"].as_array().expect("devices");
         assert_eq!(devices.len(), 2);
         assert_eq!(devices[0]["compute_capability"], "9.0");
         assert_eq!(devices[0]["isolation"], "green");
@@ -437,7 +436,7 @@ mod tests {
         assert!(devices[1]["green_failure"].as_str().is_some_and(|w| w.contains("NOT_SUPPORTED")));
         assert!(devices[1]["memory_free_bytes"].is_null());
         assert_eq!(devices[1]["errors"].as_array().map(Vec::len), Some(1));
-        let features: Vec<&serde_json::Value> = objs.iter().filter(|o| o["type"] == "feature").collect();
-        assert_eq!(features.len(), sample().features.len());
+        assert!(doc["devices_error"].is_null());
+        assert_eq!(doc["features"].as_array().map(Vec::len), Some(sample().features.len()));
     }
 }

@@ -5,55 +5,17 @@
 //! - `info` reports the stand-in's devices, versions and features;
 //! - `selftest` fails every check (a driver that computes nothing must not
 //!   pass any), reports each failure in the table, never panics, exits 1;
-//! - `bench --quick` measures every step and prints the table or JSON rows.
 //!
 //! Without a C compiler the tests print `[SKIP]` and pass.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-const SOURCE: &str = include_str!("stand_in_driver.c");
-
-/// Builds the stand-in once per test process; `None` (after a `[SKIP]`
-/// line) without a C compiler.
-fn stand_in() -> Option<PathBuf> {
-    static BUILT: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fcgraph-stand-in");
-            std::fs::create_dir_all(&dir).ok()?;
-            let src = dir.join(format!("stand_in_driver.{}.c", std::process::id()));
-            std::fs::write(&src, SOURCE).ok()?;
-            let lib = dir.join("libcuda-stand-in.so");
-            // Built under a name of its own, then renamed: test processes
-            // running at once never load a half-written file.
-            let tmp = dir.join(format!("libcuda-stand-in.so.{}.tmp", std::process::id()));
-            let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
-            let compiler = cc::Build::new()
-                .cargo_metadata(false)
-                .cargo_warnings(false)
-                .target(&triple)
-                .host(&triple)
-                .opt_level(0)
-                .try_get_compiler();
-            let mut cmd = match compiler {
-                Ok(c) => c.to_command(),
-                Err(e) => {
-                    println!("[SKIP] stand-in driver tests: no C compiler: {e}");
-                    return None;
-                }
-            };
-            let status = cmd.args(["-shared", "-fPIC", "-O0", "-Wall", "-o"]).arg(&tmp).arg(&src).status();
-            match status {
-                Ok(s) if s.success() => std::fs::rename(&tmp, &lib).ok().map(|()| lib),
-                other => {
-                    println!("[SKIP] stand-in driver tests: compiling the stand-in failed: {other:?}");
-                    None
-                }
-            }
-        })
-        .clone()
-}
+// stand_in(): builds stand_in_driver.c once per test process (shared with
+// fc-bench's tests of `--steps`).
+#[path = "common/stand_in.rs"]
+mod stand_in_build;
+use stand_in_build::stand_in;
 
 /// How many optional entry points the driver table has (the stand-in lacks
 /// one of them, cuGraphExecUpdate).
@@ -108,17 +70,19 @@ fn info_reports_the_stand_in() {
 }
 
 #[test]
-fn info_json_is_one_object_per_line() {
+fn info_json_is_one_document() {
     let Some(lib) = stand_in() else { return };
     let (code, out, err) = fcgraph(&lib, &["--json", "info"]);
     assert_eq!(code, Some(0), "{out}{err}");
-    let objs: Vec<serde_json::Value> =
-        out.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"))).collect();
-    let of = |t: &str| objs.iter().filter(|o| o["type"] == t).count();
-    assert_eq!((of("fcgraph"), of("driver"), of("device"), of("feature")), (1, 1, 2, optional_entry_points()), "{out}");
-    let dev = objs.iter().find(|o| o["type"] == "device").expect("device");
-    assert_eq!(dev["memory_free_bytes"], 70u64 << 30);
-    assert_eq!(dev["compute_capability"], "9.0");
+    let doc: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("not one JSON document ({e}): {out}"));
+    assert_eq!(doc["fcgraph"]["version"], fc_graph::VERSION);
+    assert_eq!(doc["driver"]["library"], lib.display().to_string());
+    let devices = doc["devices"].as_array().expect("devices");
+    assert_eq!(devices.len(), 2, "{out}");
+    assert_eq!(doc["features"].as_array().map(Vec::len), Some(optional_entry_points()), "{out}");
+    assert_eq!(devices[0]["memory_free_bytes"], 70u64 << 30);
+    assert_eq!(devices[0]["compute_capability"], "9.0");
 }
 
 #[test]
@@ -144,13 +108,14 @@ fn selftest_fails_every_check_on_a_driver_that_does_nothing() {
     // One device only, JSON.
     let (code, out, err) = fcgraph(&lib, &["selftest", "--device", "1", "--json"]);
     assert_eq!(code, Some(1), "{out}{err}");
-    let objs: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).expect("JSON line")).collect();
-    assert_eq!(objs.len(), 6, "5 checks + summary:\n{out}");
-    assert!(objs[..5]
+    let doc: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+    let checks = doc["checks"].as_array().expect("checks");
+    assert_eq!(checks.len(), 5, "5 checks:\n{out}");
+    assert!(checks
         .iter()
         .all(|o| o["device"] == 1 && o["result"] == "fail" && o["detail"].as_str().is_some_and(|d| !d.is_empty())));
-    assert_eq!(objs[5]["type"], "summary");
-    assert_eq!(objs[5]["failed"], 5);
+    assert_eq!(doc["summary"]["failed"], 5);
+    assert_eq!(doc["summary"]["passed"], false);
 }
 
 #[test]
@@ -172,35 +137,10 @@ fn selftest_refuses_a_device_that_does_not_exist() {
     assert_eq!(code, Some(2));
     assert!(out.is_empty(), "{out}");
     assert_eq!(err.trim(), "fcgraph: device 2 does not exist (2 visible: 0..1)");
-}
-
-#[test]
-fn bench_measures_every_step() {
-    let Some(lib) = stand_in() else { return };
-    let (code, out, err) = fcgraph(&lib, &["bench", "--quick"]);
-    assert_eq!(code, Some(0), "{out}{err}");
-    assert!(out.starts_with("fcgraph bench on device 0 (Stand-in GPU)"), "{out}");
-    for step in [
-        "eager kernel launch, per kernel",
-        "graph launch (host side)",
-        "capture begin",
-        "kernel launch while capturing, per kernel",
-        "capture end + instantiate",
-    ] {
-        let row = out.lines().find(|l| l.contains(step)).unwrap_or_else(|| panic!("no {step} row:\n{out}"));
-        assert!(row.contains("| 26 |") && row.matches('x').count() >= 1, "K and a ratio: {row}");
-    }
-
-    let (code, out, err) = fcgraph(&lib, &["bench", "--quick", "--json"]);
-    assert_eq!(code, Some(0), "{out}{err}");
-    let rows: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).expect("JSON line")).collect();
-    for name in
-        ["step_eager_per_kernel_fc", "step_eager_per_kernel_bare", "step_graph_launch_fc", "step_graph_launch_bare"]
-    {
-        let r = rows.iter().find(|r| r["row"] == name).unwrap_or_else(|| panic!("no {name}:\n{out}"));
-        assert_eq!(r["kernels"], 26);
-        assert!(r["median_us"].as_f64().is_some_and(|m| m >= 0.0), "{r}");
-    }
-    // The stand-in has no cuGraphExecUpdate: no re-capture + update rows.
-    assert!(!rows.iter().any(|r| r["row"].as_str().is_some_and(|n| n.starts_with("step_recapture_update"))), "{out}");
+    let (code, out, err) = fcgraph(&lib, &["--json", "selftest", "--device", "2"]);
+    assert_eq!(code, Some(2));
+    assert!(err.is_empty(), "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).expect("one JSON document");
+    assert_eq!(doc["error"]["code"], "no_such_device");
+    assert_eq!(doc["error"]["message"], "device 2 does not exist (2 visible: 0..1)");
 }

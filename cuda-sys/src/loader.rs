@@ -19,7 +19,7 @@ pub const FC_CUDA_LIBRARY_ENV: &str = "FC_CUDA_LIBRARY";
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum LoadError {
     /// No library could be opened.
-    #[error("no CUDA driver library could be opened (tried {tried}): {reason}")]
+    #[error("{}", library_not_found(tried, reason))]
     LibraryNotFound {
         /// The names or paths tried, comma-separated.
         tried: String,
@@ -50,6 +50,24 @@ pub enum LoadError {
         /// The oldest supported.
         min: i32,
     },
+}
+
+/// [`LoadError::LibraryNotFound`]'s message, one sentence: what was tried,
+/// why it failed (each distinct reason once, without the path the loader
+/// repeats) and what to do.
+fn library_not_found(tried: &str, reason: &str) -> String {
+    let mut why: Vec<&str> = Vec::new();
+    for r in reason.split("; ") {
+        let r = tried.split(", ").find_map(|t| r.strip_prefix(t).and_then(|r| r.strip_prefix(": "))).unwrap_or(r);
+        if !why.contains(&r) {
+            why.push(r);
+        }
+    }
+    format!(
+        "no CUDA driver library could be opened (tried {tried}: {}); install the NVIDIA driver, \
+         or set {FC_CUDA_LIBRARY_ENV} to the driver library's path",
+        why.join("; ")
+    )
 }
 
 /// Which `cuGetProcAddress` ABI the library offers.

@@ -148,6 +148,12 @@ fn missing_library_is_library_not_found() {
             let msg = e.to_string();
             assert!(msg.contains("no CUDA driver library could be opened"), "{msg}");
             assert!(msg.contains(path_str(&a)) && msg.contains(path_str(&b)), "{msg}");
+            // One sentence: each reason once, then what to do.
+            assert_eq!(msg.matches("cannot open shared object file").count(), 1, "{msg}");
+            assert!(
+                msg.ends_with("install the NVIDIA driver, or set FC_CUDA_LIBRARY to the driver library's path"),
+                "{msg}"
+            );
         }
         other => panic!("expected LibraryNotFound, got {other:?}"),
     }

@@ -1,6 +1,6 @@
 //! `fcgraph selftest`: the checks a user needs before trusting the library,
 //! on every device (or one), each on its own thread with a deadline, timed,
-//! reported as a table (or JSON lines).
+//! reported as a table (or one JSON document).
 
 pub mod breakable;
 pub mod common;
@@ -17,7 +17,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use fc_graph::{Context, Device};
-use serde_json::json;
+use serde_json::{json, Value};
 
 use self::common::{Failure, Outcome};
 use crate::format;
@@ -85,12 +85,11 @@ pub struct CheckRow {
 }
 
 impl CheckRow {
-    /// The row as one JSON object.
-    pub fn json(&self) -> String {
-        json!({"type": "check", "device": self.device, "check": self.id, "title": self.title,
+    /// The row as a JSON object.
+    pub fn json(&self) -> Value {
+        json!({"device": self.device, "check": self.id, "title": self.title,
                "result": if self.passed { "pass" } else { "fail" },
                "ms": (self.time.as_secs_f64() * 1e6).round() / 1e3, "detail": self.detail})
-        .to_string()
     }
 }
 
@@ -160,12 +159,16 @@ impl Report {
         out.join("\n")
     }
 
-    /// The closing JSON object.
-    pub fn summary_json(&self) -> String {
-        json!({"type": "summary", "passed": self.passed(), "checks": self.rows.len(), "failed": self.failed(),
+    /// The verdict as a JSON object.
+    pub fn summary_json(&self) -> Value {
+        json!({"passed": self.passed(), "checks": self.rows.len(), "failed": self.failed(),
                "abandoned": self.abandoned, "devices": self.devices.iter().map(|(i, _)| i).collect::<Vec<_>>(),
                "seconds": (self.time.as_secs_f64() * 1e3).round() / 1e3})
-        .to_string()
+    }
+
+    /// The whole report as one JSON document: every check's row and the verdict.
+    pub fn json(&self) -> Value {
+        json!({"checks": self.rows.iter().map(CheckRow::json).collect::<Vec<_>>(), "summary": self.summary_json()})
     }
 }
 
@@ -215,7 +218,7 @@ fn run_isolated(check: &Check, target: Target, deadline: Duration) -> Ended {
 }
 
 /// Runs every check on `devices` (ordinals, all below `device_count`).
-/// `on_row` sees each row as soon as it is known (progress, JSON lines).
+/// `on_row` sees each row as soon as it is known (progress on a terminal).
 pub fn run(devices: &[usize], device_count: usize, mut on_row: impl FnMut(&CheckRow)) -> Report {
     let started = Instant::now();
     let mut report = Report { devices: Vec::new(), rows: Vec::new(), abandoned: false, time: Duration::ZERO };
@@ -342,10 +345,11 @@ mod tests {
         let text = r.text();
         assert!(text.contains("| FAIL ") && text.contains("1 of 4096 values differ"), "{text}");
         assert!(text.ends_with("selftest FAILED: 1 of 3 checks failed on 1 device (1.50 s)"), "{text}");
-        let summary: serde_json::Value = serde_json::from_str(&r.summary_json()).expect("json");
-        assert_eq!(summary["passed"], false);
-        assert_eq!(summary["failed"], 1);
-        let row_json: serde_json::Value = serde_json::from_str(&r.rows[2].json()).expect("json");
+        let doc: Value = serde_json::from_str(&r.json().to_string()).expect("json");
+        assert_eq!(doc["summary"]["passed"], false);
+        assert_eq!(doc["summary"]["failed"], 1);
+        assert_eq!(doc["checks"].as_array().map(Vec::len), Some(3));
+        let row_json = &doc["checks"][2];
         assert_eq!(row_json["result"], "fail");
         assert_eq!(row_json["ms"], 12.0);
     }

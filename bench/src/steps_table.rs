@@ -1,12 +1,21 @@
-//! `fcgraph bench`: each step of fc-graph next to the bare driver calls it
-//! wraps, in this process, alternating, on two streams of one CUDA context (the measurement is
-//! `fc_bench::steps`, shared with `fc-bench --steps`).
+//! `fc-bench --steps --table`: each step of fc-graph next to the bare
+//! driver calls it wraps, in this process, alternating, on two streams of
+//! one CUDA context (the measurement is [`crate::steps`]), as a table for
+//! people (Markdown layout, so a log pastes into docs as is).
 
-use fc_bench::stats::Summary;
-use fc_bench::steps::{step_label, StepRow, Variant};
+use comfy_table::{presets, CellAlignment, Table};
 
-use crate::format::micros;
-use crate::table::{Align, Table};
+use crate::stats::Summary;
+use crate::steps::{step_label, StepRow, Variant};
+
+/// Microseconds with three decimals below 100, one above.
+pub fn micros(us: f64) -> String {
+    if us.abs() < 100.0 {
+        format!("{us:.3}")
+    } else {
+        format!("{us:.1}")
+    }
+}
 
 /// One line of the table: a step at one chain length.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,10 +70,20 @@ fn median_range(s: &Summary) -> String {
 /// The comparison table, with a heading naming the device and whether the
 /// kernels launch with programmatic dependent launch (PDL).
 pub fn text(device: &str, pdl: Option<bool>, lines: &[Line]) -> String {
-    let mut t = Table::new(
-        &["step", "K", "fc-graph µs", "bare driver µs", "fc − bare µs", "fc / bare"],
-        &[Align::Left, Align::Right, Align::Right, Align::Right, Align::Right, Align::Right],
-    );
+    let mut t = Table::new();
+    t.load_preset(presets::ASCII_MARKDOWN).set_header([
+        "step",
+        "K",
+        "fc-graph µs",
+        "bare driver µs",
+        "fc − bare µs",
+        "fc / bare",
+    ]);
+    for i in 1..6 {
+        if let Some(col) = t.column_mut(i) {
+            col.set_cell_alignment(CellAlignment::Right);
+        }
+    }
     let mut notes = Vec::new();
     for l in lines {
         let label = match step_label(l.step) {
@@ -78,7 +97,7 @@ pub fn text(device: &str, pdl: Option<bool>, lines: &[Line]) -> String {
             ),
             _ => ("-".into(), "-".into()),
         };
-        t.row([
+        t.add_row([
             label,
             l.kernels.to_string(),
             l.fc.as_ref().map_or("-".into(), median_range),
@@ -109,13 +128,13 @@ pub fn text(device: &str, pdl: Option<bool>, lines: &[Line]) -> String {
         None => "",
     };
     let mut out = vec![
-        format!("fcgraph bench on {device}: host-side µs per call, median (p10–p90)"),
+        format!("fc-bench --steps on {device}: host-side µs per call, median (p10–p90)"),
         format!(
             "fc-graph and the bare driver calls alternate in one process (two streams of one CUDA context){}{launches}",
             if launches.is_empty() { "" } else { "; " }
         ),
         String::new(),
-        t.render(),
+        t.to_string(),
     ];
     if !notes.is_empty() {
         out.push(String::new());
@@ -157,11 +176,18 @@ mod tests {
     }
 
     #[test]
+    fn micro_seconds() {
+        assert_eq!(micros(3.5213), "3.521");
+        assert_eq!(micros(-0.04), "-0.040");
+        assert_eq!(micros(6512.44), "6512.4");
+    }
+
+    #[test]
     fn table_shows_difference_and_ratio() {
         let ls =
             lines(&[row("eager_per_kernel", Variant::Fc, 26, 3.6), row("eager_per_kernel", Variant::Bare, 26, 3.0)]);
         let text = text("device 0 (NVIDIA H200)", Some(true), &ls);
-        assert!(text.starts_with("fcgraph bench on device 0 (NVIDIA H200)"), "{text}");
+        assert!(text.starts_with("fc-bench --steps on device 0 (NVIDIA H200)"), "{text}");
         assert!(text.contains("kernels launch with PDL on both sides"), "{text}");
         let line = text.lines().find(|l| l.contains("eager kernel launch, per kernel")).expect("row");
         assert!(line.contains("3.600 (3.240–4.320)"), "{line}");
