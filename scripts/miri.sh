@@ -5,8 +5,9 @@
 # (FFI: loading the CUDA driver, reading /proc) carry
 # `#[cfg_attr(miri, ignore = "reason")]`.
 #
-# Then the handle table's concurrent tests (capi/src/handles.rs +
-# hazard.rs) again under several more thread schedules (MIRI_SEEDS).
+# Then the hazard pointers' ordering test (capi/src/hazard.rs) under 32
+# thread schedules and the handle table's concurrent tests
+# (capi/src/handles.rs) under two more (MIRI_HAZARD_SEEDS, MIRI_SEEDS).
 #
 # Set-up: installs the nightly toolchain's miri and rust-src components
 # when they are missing; skips visibly ("[SKIP] miri: ...") only when they
@@ -38,15 +39,21 @@ cargo +nightly miri setup > /dev/null 2>&1 || cargo +nightly miri setup
 # ever turned back into a pointer (handles are address-free values). Host
 # access (/proc, files) fails with an error, as the code expects it may.
 flags="-Zmiri-strict-provenance -Zmiri-isolation-error=warn-nobacktrace"
-seeds=${MIRI_SEEDS:-0..4}
+# Seed 0 is the first run's; more seeds are more thread schedules and
+# weak-memory outcomes (Miri runs seeds in parallel).
+seeds=${MIRI_SEEDS:-1..3}
+seeds_hazard=${MIRI_HAZARD_SEEDS:-0..32}
 echo "miri: $(cargo +nightly miri --version) over fc-graph and capi unit tests ($flags)"
 start=$SECONDS
 MIRIFLAGS="$flags" cargo +nightly miri test -q -p fc-graph -p fcgraph-capi --lib 2>&1 | tee target/miri-unit.log
 echo "miri: unit tests took $((SECONDS - start)) s"
 
 start=$SECONDS
-echo "miri: the handle table's tests under seeds $seeds (thread schedules and weak-memory outcomes)"
+echo "miri: the hazard-pointer ordering test under seeds $seeds_hazard, the concurrent handle tests under seeds $seeds"
+MIRIFLAGS="$flags -Zmiri-many-seeds=$seeds_hazard" \
+    cargo +nightly miri test -q -p fcgraph-capi --lib hazard:: 2>&1 | tee target/miri-seeds.log
 MIRIFLAGS="$flags -Zmiri-many-seeds=$seeds" \
-    cargo +nightly miri test -q -p fcgraph-capi --lib handles:: 2>&1 | tee target/miri-seeds.log
+    cargo +nightly miri test -q -p fcgraph-capi --lib -- concurrent_insert storm_of racing_frees \
+    a_freed_object lookups_while 2>&1 | tee -a target/miri-seeds.log
 echo "miri: seeded runs took $((SECONDS - start)) s"
 echo "PASS  miri: 0 errors"

@@ -551,6 +551,13 @@ mod tests {
         assert!(!flag.load(Ordering::SeqCst), "still alive for the call that holds it");
         drop(in_flight);
         after_call();
+        // Destroyed by this call's `after_call`, or (other tests of this
+        // binary call `after_call` on their threads) by one that took it off
+        // the parked list just before and destroys it outside the lock.
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !flag.load(Ordering::SeqCst) && std::time::Instant::now() < until {
+            std::thread::yield_now();
+        }
         assert!(flag.load(Ordering::SeqCst), "destroyed at the end of the call that let go");
         // Without a racing call, a free destroys at once.
         let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));

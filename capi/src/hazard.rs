@@ -408,3 +408,63 @@ pub(crate) fn parked() -> usize {
 pub(crate) fn record_count() -> usize {
     records().count()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    /// The ordering Miri once found broken: a holder uses an object, then
+    /// re-announces its slot for another object (not yet fenced, as
+    /// `get_all!` does). A reclaimer whose scan reads the re-announcement
+    /// destroys the first object at once; that is sound only because the
+    /// re-announce is a release store (step H1 of the module doc), which
+    /// orders the holder's use before the destruction. With a relaxed
+    /// store, Miri reports a data race here under some thread schedules
+    /// (`scripts/miri.sh` runs it under 32 seeds; a relaxed H1 failed at
+    /// seed 15).
+    #[test]
+    fn a_re_announce_orders_the_earlier_use_before_a_reclaim() {
+        unsafe fn destroy(p: NonNull<()>) {
+            // SAFETY: `p` is the leaked `Box<u64>` below, retired once.
+            drop(unsafe { Box::from_raw(p.cast::<u64>().as_ptr()) });
+        }
+        let object = NonNull::from(Box::leak(Box::new(7u64)));
+        let other = NonNull::from(Box::leak(Box::new(0u64)));
+        let src = AtomicPtr::new(object.as_ptr());
+        let other_src = AtomicPtr::new(other.as_ptr());
+        let re_announced = AtomicBool::new(false);
+        let (src, other_src, re_announced) = (&src, &other_src, &re_announced);
+        std::thread::scope(|s| {
+            let holder = s.spawn(move || {
+                let hazard = Hazard::new();
+                let p = hazard.protect(src);
+                // SAFETY: protected by `hazard`.
+                let value = unsafe { *p };
+                // Re-announced (relaxed-flag handshake: no other ordering).
+                hazard.announce(other_src.load(Ordering::Relaxed));
+                re_announced.store(true, Ordering::Relaxed);
+                while re_announced.load(Ordering::Relaxed) {
+                    std::thread::yield_now();
+                }
+                drop(hazard);
+                value
+            });
+            while !re_announced.load(Ordering::Relaxed) {
+                std::thread::yield_now();
+            }
+            assert_eq!(src.swap(ptr::null_mut(), Ordering::AcqRel), object.as_ptr());
+            let parked_before = parked();
+            // SAFETY: taken out of `src` above, retired once.
+            unsafe { retire(object.cast(), destroy) };
+            re_announced.store(false, Ordering::Relaxed);
+            assert_eq!(holder.join().unwrap(), 7);
+            // Destroyed at once (the slot names `other`) or parked when the
+            // scan read the earlier announcement; reclaimed now either way.
+            assert!(parked() <= parked_before + 1);
+        });
+        after_call();
+        // SAFETY: `other` was never retired; this is its only owner.
+        unsafe { destroy(other.cast()) };
+    }
+}
