@@ -112,9 +112,9 @@ impl LaunchSpec {
     /// `kernelParams` point into `self.words`, valid during `f` only.
     fn with_params<T>(&self, f: impl FnOnce(&CUDA_KERNEL_NODE_PARAMS_v2) -> T) -> T {
         let base = self.words.as_ptr() as *mut u64;
-        // SAFETY (of the pointer arithmetic): every start lies inside `words`
-        // (the constructors make it so); the pointers are only read.
-        let ptr_at = |s: u32| unsafe { base.add(s as usize) }.cast::<c_void>();
+        // Every start lies inside `words` (the constructors make it so), so
+        // the pointers are in bounds; the driver only reads through them.
+        let ptr_at = |s: u32| base.wrapping_add(s as usize).cast::<c_void>();
         let mut inline = [ptr::null_mut::<c_void>(); INLINE_PARAMS];
         let mut heap = Vec::new();
         let params: *mut *mut c_void = if self.starts.len() <= INLINE_PARAMS {
