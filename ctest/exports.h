@@ -153,6 +153,7 @@ static inline int ct_st_mem_info(ct_handles *h)
     CT_EXPORT(fc_live_objects, CT_NO_HANDLES, CT_NONE)                                                             \
     CT_EXPORT(fc_cuda_init_device, CT_NO_HANDLES, CT_NONE)                                                         \
     CT_EXPORT(fc_cuda_init_device_isolated, CT_NO_HANDLES, CT_NONE)                                                \
+    CT_EXPORT(fc_cuda_init_device_isolated_as, CT_NO_HANDLES, CT_NONE)                                             \
     CT_EXPORT(fc_cuda_ctx_free, ST_VOID(fc_cuda_ctx_free(CTX)), CT_P(CT_S_CTX, "ctx"))                            \
     CT_EXPORT(fc_cuda_ctx_device_id, ST_VALUE(fc_cuda_ctx_device_id(CTX) == -1), CT_P(CT_S_CTX, "ctx"))           \
     CT_EXPORT(fc_ctx_is_isolated, ST_VALUE(fc_ctx_is_isolated(CTX) == -1), CT_P(CT_S_CTX, "ctx"))                 \

@@ -212,6 +212,8 @@ enum {
     W_BOTH = 3,
     W_ENDS = 4,       /* in the capturing run, the call ends p0's capture */
     W_D1 = 8,         /* needs device 1 */
+    W_PRIV = 16,      /* needs iso to be a private context (skipped where it is green) */
+    W_GREEN = 32,     /* needs iso to be a green context (skipped where it is private) */
 };
 
 /* Records out = a + b into p0's open capture, ends it and checks the replay. */
@@ -400,7 +402,9 @@ static void run_rows(const row *rows, size_t count)
         const row *r = &rows[i];
         for (int capturing = 0; capturing < 2; capturing++) {
             if (!(r->when & (capturing ? W_CAPTURING : W_IDLE))) continue;
-            if ((r->when & W_D1) && !F.has_d1) {
+            int iso_green = fc_ctx_isolation(ISO.ctx) == FC_ISOLATION_GREEN;
+            if (((r->when & W_D1) && !F.has_d1) || ((r->when & W_PRIV) && iso_green) ||
+                ((r->when & W_GREEN) && !iso_green)) {
                 ct_matrix_skipped++;
                 continue;
             }
@@ -458,10 +462,13 @@ static uint64_t ptr_of(const fc_buffer *b)
       wrap(P0.ctx, ptr_of(P0.big) + 8, BIG_BYTES))                                                               \
     X(wrap_host_memory, W_BOTH, FC_ERR_INVALID_ARGUMENT, "not device memory",                                    \
       wrap(P0.ctx, (uint64_t)(uintptr_t)host_big, 16))                                                           \
-    X(wrap_isolated_memory_on_primary, W_BOTH, FC_ERR_WRONG_CONTEXT, KW_OTHER_CTX,                               \
+    X(wrap_isolated_memory_on_primary, W_BOTH | W_PRIV, FC_ERR_WRONG_CONTEXT, KW_OTHER_CTX,                      \
       wrap(P0.ctx, ptr_of(ISO.big), 16))                                                                         \
-    X(wrap_primary_memory_on_isolated, W_BOTH, FC_ERR_WRONG_CONTEXT, KW_OTHER_CTX,                               \
+    X(wrap_primary_memory_on_isolated, W_BOTH | W_PRIV, FC_ERR_WRONG_CONTEXT, KW_OTHER_CTX,                      \
       wrap(ISO.ctx, ptr_of(P0.big), 16))                                                                         \
+    X(wrap_green_memory_on_primary, W_BOTH | W_GREEN, FC_OK, NULL, wrap(P0.ctx, ptr_of(ISO.big), 16))            \
+    X(wrap_primary_memory_on_green, W_BOTH | W_GREEN, FC_OK, NULL, wrap(ISO.ctx, ptr_of(P0.big), 16))            \
+    X(wrap_own_memory_on_isolated, W_BOTH, FC_OK, NULL, wrap(ISO.ctx, ptr_of(ISO.big) + 64, 16))                 \
     X(wrap_device_1_memory_on_device_0, W_BOTH | W_D1, FC_ERR_WRONG_CONTEXT, KW_OTHER_CTX,                       \
       wrap(P0.ctx, ptr_of(D1.big), 16))                                                                          \
     X(wrap_memory_of_the_same_primary_context, W_BOTH, FC_OK, NULL, wrap(P0B.ctx, ptr_of(P0.big) + 64, 4096))
@@ -1253,6 +1260,22 @@ static void stale_handles(fc_cuda_ctx *unused)
     EXPECT("ctx: an isolated context is green or private",
            ST_VALUE(fc_ctx_isolation(c2) == FC_ISOLATION_GREEN || fc_ctx_isolation(c2) == FC_ISOLATION_PRIVATE),
            FC_OK, NULL);
+    {
+        fc_cuda_ctx *priv = fc_cuda_init_device_isolated_as(0, FC_ISOLATION_PRIVATE);
+        EXPECT("ctx: a private context asked for is private",
+               ST_VALUE(priv && fc_ctx_isolation(priv) == FC_ISOLATION_PRIVATE), FC_OK, NULL);
+        fc_cuda_ctx_free(priv);
+        EXPECT("ctx: isolation 3 is refused", ST_NEW(fc_cuda_init_device_isolated_as(0, 3)),
+               FC_ERR_INVALID_ARGUMENT, "neither FC_ISOLATION_GREEN");
+        EXPECT("ctx: a device that does not exist", ST_NEW(fc_cuda_init_device_isolated_as(INT_MAX, 2)),
+               FC_ERR_INVALID_ARGUMENT, "does not exist");
+        if (fc_ctx_isolation(c2) == FC_ISOLATION_GREEN) {
+            fc_cuda_ctx *green = fc_cuda_init_device_isolated_as(0, FC_ISOLATION_GREEN);
+            EXPECT("ctx: a green context asked for is green",
+                   ST_VALUE(green && fc_ctx_isolation(green) == FC_ISOLATION_GREEN), FC_OK, NULL);
+            fc_cuda_ctx_free(green);
+        }
+    }
     EXPECT("ctx: a primary context is not isolated", ST_VALUE(fc_ctx_isolation(P0.ctx) == FC_ISOLATION_NONE), FC_OK,
            NULL);
     fc_cuda_ctx_free(c2);

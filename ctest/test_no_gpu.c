@@ -196,6 +196,13 @@ static void devices(fc_cuda_ctx *unused)
            "negative");
     EXPECT("fc_device_supports_pdl(-1)", ST_VALUE(fc_device_supports_pdl(-1) == -1), FC_ERR_INVALID_ARGUMENT,
            "negative");
+    EXPECT("fc_cuda_init_device_isolated_as(0, FC_ISOLATION_NONE)",
+           ST_NEW(fc_cuda_init_device_isolated_as(0, FC_ISOLATION_NONE)), FC_ERR_INVALID_ARGUMENT,
+           "neither FC_ISOLATION_GREEN");
+    EXPECT("fc_cuda_init_device_isolated_as(0, 77)", ST_NEW(fc_cuda_init_device_isolated_as(0, 77)),
+           FC_ERR_INVALID_ARGUMENT, "neither FC_ISOLATION_GREEN");
+    EXPECT("fc_cuda_init_device_isolated_as(-1, FC_ISOLATION_PRIVATE)",
+           ST_NEW(fc_cuda_init_device_isolated_as(-1, FC_ISOLATION_PRIVATE)), FC_ERR_INVALID_ARGUMENT, "negative");
     if (g_have_driver) {
         EXPECT("fc_cuda_init_device(INT_MAX)", ST_NEW(fc_cuda_init_device(INT_MAX)), FC_ERR_INVALID_ARGUMENT,
                "does not exist");
@@ -208,6 +215,9 @@ static void devices(fc_cuda_ctx *unused)
                "no usable CUDA driver");
         EXPECT("fc_cuda_init_device_isolated(0) without a driver", ST_NEW(fc_cuda_init_device_isolated(0)),
                FC_ERR_NO_DRIVER, "no usable CUDA driver");
+        EXPECT("fc_cuda_init_device_isolated_as(0, FC_ISOLATION_PRIVATE) without a driver",
+               ST_NEW(fc_cuda_init_device_isolated_as(0, FC_ISOLATION_PRIVATE)), FC_ERR_NO_DRIVER,
+               "no usable CUDA driver");
         EXPECT("fc_cuda_device_count() without a driver", ST_VALUE(fc_cuda_device_count() == 0), FC_ERR_NO_DRIVER,
                "no usable CUDA driver");
         EXPECT("fc_device_supports_pdl(0) without a driver", ST_VALUE(fc_device_supports_pdl(0) == -1),

@@ -14,7 +14,7 @@
  * Required: 0 failures, 0 wrong results, every handle and context of the
  * storm gone (fc_live_objects back to the monitors and the bucket ladder),
  * and each device's free memory back to its starting level. Memory is read
- * with fc_ctx_mem_info on an ISOLATED monitor context per device, held for
+ * with fc_ctx_mem_info on a PRIVATE isolated monitor context per device, held for
  * the whole run, so that no primary context outlives the storm's own: once
  * the last of them is freed, the driver tears the primary context down with
  * everything it allocated for it (JIT and module caches, launch and graph
@@ -424,7 +424,10 @@ int main(int argc, char **argv)
     fc_cuda_ctx *monitors[MAX_DEVICES] = {0};
     size_t free_start[MAX_DEVICES], free_warm1[MAX_DEVICES], free_warm[MAX_DEVICES], free_end[MAX_DEVICES];
     for (int d = 0; d < devices; d++) {
-        if (!(monitors[d] = fc_cuda_init_device_isolated(d))) {
+        /* Private, not green: a green context keeps the primary context
+         * alive (NVIDIA's cuGreenCtxCreate retains it), so the primary's
+         * teardown would never be seen. */
+        if (!(monitors[d] = fc_cuda_init_device_isolated_as(d, FC_ISOLATION_PRIVATE))) {
             printf("[FAIL] %s/storm: monitor context on device %d: %s\n", ct_prog, d, fc_last_error());
             return 1;
         }

@@ -206,13 +206,29 @@ fn isolated_and_primary_objects_do_not_mix() -> TestResult {
         "primary kernel, isolated buffer",
         relu_p.launch(cfg, &[(&i_a).into(), (&p_out).into(), (N as u32).into()]),
     )?;
-    // Wrapping another context's memory.
-    // SAFETY: refused before any use; the memory outlives the call anyway.
-    expect_wrong_context("wrap isolated memory on primary", unsafe {
-        primary.wrap_device_memory(i_a.as_raw(), N * 4)
-    })?;
+    // Wrapping another context's memory: refused for a private context; a
+    // green context's memory is the device's primary context's (the
+    // driver shares it both ways), so there wrapping is allowed, and a
+    // green context wraps its own allocations.
+    // SAFETY: only wrapped (refused, or accepted and never used); the
+    // memory outlives the wrappers.
+    let on_primary = unsafe { primary.wrap_device_memory(i_a.as_raw(), N * 4) };
     // SAFETY: as above.
-    expect_wrong_context("wrap primary memory on isolated", unsafe { iso.wrap_device_memory(p_a.as_raw(), N * 4) })?;
+    let on_iso = unsafe { iso.wrap_device_memory(p_a.as_raw(), N * 4) };
+    // SAFETY: as above.
+    let own = unsafe { iso.wrap_device_memory(i_a.as_raw(), N * 4) };
+    if own.is_err() {
+        return Err(fail(format!("an isolated context wrapping its own memory: {own:?}")));
+    }
+    if iso.isolation() == Isolation::Green {
+        if on_primary.is_err() || on_iso.is_err() {
+            return Err(fail(format!("green memory is shared with the primary context: {on_primary:?} / {on_iso:?}")));
+        }
+    } else {
+        expect_wrong_context("wrap isolated memory on primary", on_primary)?;
+        expect_wrong_context("wrap primary memory on isolated", on_iso)?;
+    }
+    drop(own);
 
     // Nothing ran: outputs untouched.
     primary.synchronize().map_err(fail)?;

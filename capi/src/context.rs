@@ -2,7 +2,7 @@
 
 use std::os::raw::{c_int, c_void};
 
-use ::fc_graph::{Context, ContextKind, Error, Isolation, Result};
+use ::fc_graph::{Context, ContextKind, Error, Isolation, IsolationRequest, Result};
 
 use super::handles::{self, handle_kind, Live};
 use super::header::fc_cuda_ctx;
@@ -29,6 +29,23 @@ pub extern "C" fn fc_cuda_init_device(device: c_int) -> *mut fc_cuda_ctx {
 #[no_mangle]
 pub extern "C" fn fc_cuda_init_device_isolated(device: c_int) -> *mut fc_cuda_ctx {
     handle_or_null(|| handles::insert(Context::isolated(ordinal(device)?)?))
+}
+
+/// `fc_cuda_ctx *fc_cuda_init_device_isolated_as(int device, int isolation)`
+#[no_mangle]
+pub extern "C" fn fc_cuda_init_device_isolated_as(device: c_int, isolation: c_int) -> *mut fc_cuda_ctx {
+    handle_or_null(|| {
+        let request = match isolation {
+            1 => IsolationRequest::Green,
+            2 => IsolationRequest::Private,
+            other => {
+                return Err(Error::invalid(format!(
+                    "isolation {other} is neither FC_ISOLATION_GREEN (1) nor FC_ISOLATION_PRIVATE (2)"
+                )))
+            }
+        };
+        handles::insert(Context::isolated_with(ordinal(device)?, request)?)
+    })
 }
 
 /// `void fc_cuda_ctx_free(fc_cuda_ctx *ctx)`

@@ -93,6 +93,12 @@ unsafe extern "C" {
     pub fn fc_cuda_init_device_isolated(device: ::std::os::raw::c_int) -> *mut fc_cuda_ctx;
 }
 unsafe extern "C" {
+    pub fn fc_cuda_init_device_isolated_as(
+        device: ::std::os::raw::c_int,
+        isolation: ::std::os::raw::c_int,
+    ) -> *mut fc_cuda_ctx;
+}
+unsafe extern "C" {
     pub fn fc_cuda_ctx_free(ctx: *mut fc_cuda_ctx);
 }
 unsafe extern "C" {

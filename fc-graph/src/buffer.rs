@@ -133,8 +133,10 @@ impl Context {
                 )));
             }
             // Memory mapped with the virtual memory API belongs to no context
-            // (null owner); anything else must be this context's.
-            if !owner.is_null() && owner != raw {
+            // (null owner); anything else must be this context's (for a
+            // green context: the device's primary context, which owns the
+            // green context's memory and shares it).
+            if !owner.is_null() && owner != raw && owner != self.inner.memory_owner {
                 return Err(Error::WrongContext(format!(
                     "{ptr:#x} belongs to another CUDA context than this {:?} context's",
                     self.kind()

@@ -117,6 +117,10 @@ pub(crate) struct ContextInner {
     isolation: Isolation,
     /// The green context behind `raw` (null unless green).
     green: CUgreenCtx,
+    /// The CUDA context that owns memory allocated in this one, as
+    /// `CU_POINTER_ATTRIBUTE_CONTEXT` reports it: `raw` itself, except for
+    /// a green context, whose memory is the device's primary context's.
+    pub(crate) memory_owner: CUcontext,
     /// The green context's gate, which `raw.gate` points to (see
     /// [`crate::isolation::Gate`]); dropped after the context is destroyed.
     _gate: Option<Box<Gate>>,
@@ -234,7 +238,13 @@ impl Context {
         let pop = check("cuCtxPopCurrent", unsafe { (d.cuCtxPopCurrent)(&mut popped) });
         drop(shield);
         let raw = RawCtx { raw, leave_current: false, gate: std::ptr::null() };
-        let owner = Owner { raw, isolation: Isolation::Private, green: std::ptr::null_mut(), gate: None };
+        let owner = Owner {
+            raw,
+            isolation: Isolation::Private,
+            green: std::ptr::null_mut(),
+            memory_owner: raw.raw,
+            gate: None,
+        };
         pop.and_then(|()| Self::with_stream(device, owner)).inspect_err(|_| {
             let _shield = CaptureShield::raise(d);
             // SAFETY: destroys the context created above, used by nothing else.
@@ -247,14 +257,15 @@ impl Context {
         let g = isolation::create_green(d, device)?;
         let gate = Box::new(Gate::default());
         let raw = RawCtx { raw: g.ctx, leave_current: false, gate: &*gate };
-        let owner = Owner { raw, isolation: Isolation::Green, green: g.green, gate: Some(gate) };
+        let owner =
+            Owner { raw, isolation: Isolation::Green, green: g.green, memory_owner: g.primary, gate: Some(gate) };
         // On failure `with_stream` has dropped the gate with `owner`;
         // nothing else refers to the green context.
         Self::with_stream(device, owner).inspect_err(|_| isolation::destroy_green(d, g.green))
     }
 
     fn with_stream(device: Device, owner: Owner) -> Result<Context> {
-        let Owner { raw, isolation, green, gate } = owner;
+        let Owner { raw, isolation, green, memory_owner, gate } = owner;
         let stream = shielded(raw, |d| {
             if isolation == Isolation::Green {
                 return isolation::green_stream(d, green);
@@ -281,6 +292,7 @@ impl Context {
                 segment: SegmentTrace::default(),
                 isolation,
                 green,
+                memory_owner,
                 _gate: gate,
             }),
         })
@@ -578,11 +590,12 @@ struct Owner {
     raw: RawCtx,
     isolation: Isolation,
     green: CUgreenCtx,
+    memory_owner: CUcontext,
     gate: Option<Box<Gate>>,
 }
 
 impl Owner {
     fn primary(raw: RawCtx) -> Owner {
-        Owner { raw, isolation: Isolation::None, green: std::ptr::null_mut(), gate: None }
+        Owner { raw, isolation: Isolation::None, green: std::ptr::null_mut(), memory_owner: raw.raw, gate: None }
     }
 }

@@ -177,6 +177,10 @@ pub(crate) fn note_green_failure(e: &Error) {
 pub(crate) struct GreenCtx {
     pub(crate) green: CUgreenCtx,
     pub(crate) ctx: CUcontext,
+    /// The device's primary context, which the green context retains for
+    /// its lifetime (NVIDIA's `cuGreenCtxCreate`): memory allocated in the
+    /// green context belongs to it (the driver reports it as the owner).
+    pub(crate) primary: CUcontext,
 }
 
 /// The missing entry point's error.
@@ -217,12 +221,22 @@ pub(crate) fn create_green(d: &Driver, device: Device) -> Result<GreenCtx> {
     let mut ctx: CUcontext = std::ptr::null_mut();
     // SAFETY: valid out-pointer; `green` was just created.
     let converted = check("cuCtxFromGreenCtx", unsafe { from_green(&mut ctx, green) });
-    if let Err(e) = converted {
+    let mut primary: CUcontext = std::ptr::null_mut();
+    let found = converted.and_then(|()| {
+        // The green context holds a reference to the primary context, so
+        // this retain and release only read its handle: it is neither
+        // created nor torn down here.
+        // SAFETY: valid out-pointer and device handle.
+        check("cuDevicePrimaryCtxRetain", unsafe { (d.cuDevicePrimaryCtxRetain)(&mut primary, device.handle()) })?;
+        // SAFETY: releases the reference taken just above.
+        check("cuDevicePrimaryCtxRelease", unsafe { (d.cuDevicePrimaryCtxRelease)(device.handle()) })
+    });
+    if let Err(e) = found {
         // SAFETY: destroys the green context created above, used by nothing.
         unsafe { destroy(green) };
         return Err(e);
     }
-    Ok(GreenCtx { green, ctx })
+    Ok(GreenCtx { green, ctx, primary })
 }
 
 /// Destroys a green context (shielded). Its streams and modules must be

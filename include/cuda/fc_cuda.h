@@ -164,9 +164,12 @@ int fc_live_objects(size_t *handles, size_t *contexts);
  *     cuGreenCtxCreate), else a PRIVATE context (cuCtxCreate). Other
  *     libraries' synchronisations and captures neither see nor break its
  *     captures (a synchronisation of the primary context still waits for a
- *     green context's work). Its buffers, modules and kernels belong to it
- *     alone (mixing them with another context's gives
- *     FC_ERR_WRONG_CONTEXT), and every call pushes and pops the context on
+ *     green context's work). Its buffer, module and kernel handles belong
+ *     to it alone (mixing them with another context's gives
+ *     FC_ERR_WRONG_CONTEXT); fc_buffer_wrap_ctx refuses another context's
+ *     memory, except that a green context's memory is the device's primary
+ *     context's (the driver shares it, and reports the primary context as
+ *     its owner), so memory wraps between the two; and every call pushes and pops the context on
  *     the calling thread (it is never left current, so other libraries on
  *     the thread are not affected; a green context is made current on one
  *     thread at a time, the library's calls on other threads wait). A
@@ -197,6 +200,17 @@ int fc_live_objects(size_t *handles, size_t *contexts);
  * have no current context (as the CUDA runtime does). */
 fc_cuda_ctx *fc_cuda_init_device(int device);
 fc_cuda_ctx *fc_cuda_init_device_isolated(int device);
+/* An isolated context of the kind asked for, whatever FC_ISOLATION says:
+ * isolation is FC_ISOLATION_GREEN (a green context, or NULL with the
+ * reason where the driver or device has none) or FC_ISOLATION_PRIVATE (a
+ * private context, cuCtxCreate); any other value gives NULL and
+ * FC_ERR_INVALID_ARGUMENT. Otherwise as fc_cuda_init_device_isolated: any
+ * thread; the caller owns the handle (fc_cuda_ctx_free). Pick PRIVATE
+ * when the context must not share memory or lifetime with the device's
+ * primary context: a green context's memory is the primary context's
+ * (fc_buffer_wrap_ctx accepts it both ways), and a green context keeps
+ * the primary context alive until it is freed. */
+fc_cuda_ctx *fc_cuda_init_device_isolated_as(int device, int isolation);
 /* Frees the handle. A capture still open on it is aborted (free it on the
  * capturing thread: see "Threads" under graph capture). Work queued on
  * its stream still runs; buffers, graphs, modules and kernels made from it
