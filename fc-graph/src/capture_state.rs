@@ -423,7 +423,8 @@ mod tests {
     #[test]
     fn running_live_values_are_per_thread_and_innermost() {
         let a = key(5);
-        let (p1, p2) = (0x10 as *mut c_void, 0x20 as *mut c_void);
+        let (mut v1, mut v2) = (1u8, 2u8);
+        let (p1, p2) = ((&mut v1 as *mut u8).cast::<c_void>(), (&mut v2 as *mut u8).cast::<c_void>());
         assert!(thread_running_live(a).is_null());
         run_with_live(a, p1, || {
             assert_eq!(thread_running_live(a), p1);
