@@ -4,32 +4,13 @@
 //! `cuGetProcAddress` versioning rules, at driver versions 11040, 12000,
 //! 12030 and 13000. CPU only; runs in CI.
 
-#[path = "../../cuda-sys/tests/support/double.rs"]
-mod double;
-
 use std::ffi::c_void;
-use std::path::PathBuf;
 
-use cuda_sys::{CUgraph, CUgraphExec, Driver, CU_GRAPH_EXEC_UPDATE_ERROR, CU_GRAPH_EXEC_UPDATE_SUCCESS};
+use cuda_sys::{CUgraph, CUgraphExec, CU_GRAPH_EXEC_UPDATE_ERROR, CU_GRAPH_EXEC_UPDATE_SUCCESS};
 
 use super::{features_of, Feature};
 use crate::graph::update_in_place;
-
-fn load(driver_version: i32) -> (Driver, double::Probe, PathBuf) {
-    // Unit tests have no CARGO_TARGET_TMPDIR: a folder of this test's own,
-    // removed at its end.
-    let dir = std::env::temp_dir().join(format!("fc-graph-driver-double-{}-{driver_version}", std::process::id()));
-    let path: PathBuf = match double::build(&dir, &format!("fcgraph_double_{driver_version}"), driver_version) {
-        Ok(p) => p,
-        Err(e) => panic!("{e}"),
-    };
-    let probe = double::Probe::open(&path).expect("the double opens");
-    let driver = match Driver::load_from(&[path.to_str().expect("utf-8 path")]) {
-        Ok(d) => d,
-        Err(e) => panic!("the double of {driver_version} should load: {e}"),
-    };
-    (driver, probe, dir)
-}
+use crate::test_double::{double, load as load_double};
 
 fn feature<'a>(all: &'a [Feature], entry: &str) -> &'a Feature {
     all.iter().find(|f| f.entry_point == entry).unwrap_or_else(|| panic!("{entry} listed"))
@@ -71,7 +52,7 @@ fn reference(driver_version: i32) -> [(&'static str, Option<i32>, bool); 5] {
 }
 
 fn check(driver_version: i32) {
-    let (driver, probe, dir) = load(driver_version);
+    let (driver, probe, dir) = load_double("double", driver_version);
     let all = features_of(&driver);
     for (entry, abi, present) in reference(driver_version) {
         let f = feature(&all, entry);

@@ -4,32 +4,11 @@
 //! 12030 and 13000: each runs through the ABI that driver has, and an
 //! update that changes nothing makes no driver call. CPU only; runs in CI.
 
-// The features tests load the same file; each test module keeps its own copy
-// (it is test support, with no state shared across modules).
-#[allow(clippy::duplicate_mod)]
-#[path = "../../cuda-sys/tests/support/double.rs"]
-mod double;
-
-use std::path::PathBuf;
-
 use cuda_sys::*;
 
 use super::{add_edges, add_kernel_node, programmatic_edge, update_kernel_node, LaunchSpec};
 use crate::module::LaunchConfig;
-
-fn load(driver_version: i32) -> (Driver, double::Probe, PathBuf) {
-    let dir = std::env::temp_dir().join(format!("fc-graph-builder-double-{}-{driver_version}", std::process::id()));
-    let path = match double::build(&dir, &format!("fcbuilder_double_{driver_version}"), driver_version) {
-        Ok(p) => p,
-        Err(e) => panic!("{e}"),
-    };
-    let probe = double::Probe::open(&path).expect("the double opens");
-    let driver = match Driver::load_from(&[path.to_str().expect("utf-8 path")]) {
-        Ok(d) => d,
-        Err(e) => panic!("the double of {driver_version} should load: {e}"),
-    };
-    (driver, probe, dir)
-}
+use crate::test_double::load as load_double;
 
 fn spec(a: u64, pdl: bool) -> LaunchSpec {
     LaunchSpec {
@@ -42,7 +21,7 @@ fn spec(a: u64, pdl: bool) -> LaunchSpec {
 }
 
 fn check(driver_version: i32) {
-    let (driver, probe, dir) = load(driver_version);
+    let (driver, probe, dir) = load_double("builder-double", driver_version);
     let (add_abi, set_abi) = if driver_version >= 12000 { (12000, 12000) } else { (10000, 10010) };
     let graph = 0xA3usize as CUgraph;
 

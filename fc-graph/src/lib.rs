@@ -285,6 +285,8 @@ pub mod launch;
 pub mod module;
 pub mod pool;
 pub mod ptx_params;
+#[cfg(test)]
+mod test_double;
 mod topology;
 
 pub use buffer::{DeviceBuffer, Origin};
