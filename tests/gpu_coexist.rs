@@ -26,6 +26,7 @@ use cuda_sys::*;
 use fc_graph::isolation::{has_green_entry_points, last_green_failure, GREEN_CONTEXT_MIN_DRIVER_VERSION};
 use fc_graph::{
     CaptureMode, Context, ContextKind, DeviceBuffer, Error, Isolation, IsolationRequest, LivePtr, Module, Origin,
+    RecordingMode,
 };
 use fc_graph_tests::{
     assert_exact, chain_cpu, download, ensure, fail, rerun_with_env, run_gpu_tests, upload, GpuTest, Rng,
@@ -344,6 +345,9 @@ fn wrapped_primary_memory_in_a_capture() -> TestResult {
 fn foreign_device_sync_invalidates_primary_capture() -> TestResult {
     let _serial = serial();
     let ctx = Context::new(0).map_err(fail)?;
+    // The stream-capture path (contexts whose stream was handed out, or
+    // `RecordingMode::Capture`): built recordings cannot be invalidated.
+    ctx.set_recording_mode(RecordingMode::Capture);
     let mut rng = Rng::new(93);
     let (xs, ys) = inputs(&mut rng);
     let (x, y, z) = chain_buffers(&ctx, &xs, &ys).map_err(fail)?;
@@ -415,6 +419,9 @@ fn foreign_device_sync_invalidates_primary_capture() -> TestResult {
 fn capture_with_retry_recovers() -> TestResult {
     let _serial = serial();
     let ctx = Context::new(0).map_err(fail)?;
+    // The stream-capture path (contexts whose stream was handed out, or
+    // `RecordingMode::Capture`): built recordings cannot be invalidated.
+    ctx.set_recording_mode(RecordingMode::Capture);
     let mut rng = Rng::new(94);
     let (xs, ys) = inputs(&mut rng);
     let (x, y, z) = chain_buffers(&ctx, &xs, &ys).map_err(fail)?;
@@ -452,6 +459,9 @@ fn capture_with_retry_recovers() -> TestResult {
 fn capture_held_with_retry_recovers() -> TestResult {
     let _serial = serial();
     let ctx = Context::new(0).map_err(fail)?;
+    // The stream-capture path (contexts whose stream was handed out, or
+    // `RecordingMode::Capture`): built recordings cannot be invalidated.
+    ctx.set_recording_mode(RecordingMode::Capture);
     let mut rng = Rng::new(95);
     let (xs, ys) = inputs(&mut rng);
     let (x, y, z) = chain_buffers(&ctx, &xs, &ys).map_err(fail)?;
@@ -479,6 +489,9 @@ fn capture_held_with_retry_recovers() -> TestResult {
 fn capture_with_retry_gives_up() -> TestResult {
     let _serial = serial();
     let ctx = Context::new(0).map_err(fail)?;
+    // The stream-capture path (contexts whose stream was handed out, or
+    // `RecordingMode::Capture`): built recordings cannot be invalidated.
+    ctx.set_recording_mode(RecordingMode::Capture);
     let (x, y, z) = (ctx.alloc(N * 4).map_err(fail)?, ctx.alloc(N * 4).map_err(fail)?, ctx.alloc(N * 4).map_err(fail)?);
     let mut recordings = 0;
     let r = ctx.capture_with_retry::<(), _>(CaptureMode::ThreadLocal, 4, |_| {

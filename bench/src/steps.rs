@@ -14,8 +14,7 @@ use std::os::raw::c_void;
 use std::time::Instant;
 
 use cuda_sys::*;
-use fc_graph::graph_builder::Node;
-use fc_graph::{BinaryOp, BuiltGraph, CaptureMode, Context, DeviceBuffer, Graph, GraphBuilder, Module, Result};
+use fc_graph::{BinaryOp, CaptureMode, Context, DeviceBuffer, Graph, Module, Result, UpdateReport};
 
 use serde_json::json;
 
@@ -180,17 +179,15 @@ pub fn step_label(step: &str) -> &'static str {
         "table_capture_instantiate_plain" => "the table's capture_instantiate, plain launches on both sides",
         "table_recapture_update_pdl" => "the table's recapture_update, PDL on both sides",
         "table_recapture_update_plain" => "the table's recapture_update, plain launches on both sides",
-        "build_instantiate" => "graph built node by node + instantiate vs stream capture + instantiate",
+        "build_instantiate" => "recording (built node by node) + instantiate vs stream capture + instantiate",
         "node_update_all" => {
-            "every node's parameters changed, node by node vs re-capture + cuGraphExecUpdate + destroy"
+            "re-recording, every node changed (K node calls) vs re-capture + cuGraphExecUpdate + destroy"
         }
-        "node_update_one" => {
-            "K nodes re-set, one changed (the rest skipped) vs re-capture + cuGraphExecUpdate + destroy"
-        }
+        "node_update_one" => "re-recording, one node changed (1 node call) vs re-capture + cuGraphExecUpdate + destroy",
         "node_update_none" => {
-            "K nodes re-set, none changed (no driver call) vs re-capture + cuGraphExecUpdate + destroy"
+            "re-recording, nothing changed (no driver call) vs re-capture + cuGraphExecUpdate + destroy"
         }
-        "built_launch_sync" => "launch + sync of the built graph vs the captured one (bare cuGraphLaunch)",
+        "built_launch_sync" => "launch + sync of the recorded graph vs the captured one (bare cuGraphLaunch)",
         _ => "",
     }
 }
@@ -1060,21 +1057,6 @@ fn probe_without_current_context(d: &Driver, rig: &Rig) -> Result<NoContextProbe
     })
 }
 
-/// The rig's K-kernel chain built node by node (PDL as the rig's built-ins
-/// use it): the nodes, in order.
-fn fc_build(rig: &Rig, k: usize) -> Result<(GraphBuilder, Vec<Node>)> {
-    let mut b = GraphBuilder::new(&rig.ctx)?;
-    let mut nodes = Vec::with_capacity(k);
-    for i in 0..k {
-        nodes.push(if i % 2 == 0 {
-            b.add(&rig.x, &rig.y, &rig.z, rig.n)?
-        } else {
-            b.mul(&rig.z, &rig.y, &rig.x, rig.n)?
-        });
-    }
-    Ok((b, nodes))
-}
-
 /// Node `i`'s operation and operands in variant `swap` (the commuted
 /// operands: other parameters, the same results).
 fn chain_node(rig: &Rig, i: usize, swap: bool) -> (BinaryOp, &DeviceBuffer, &DeviceBuffer, &DeviceBuffer) {
@@ -1086,28 +1068,34 @@ fn chain_node(rig: &Rig, i: usize, swap: bool) -> (BinaryOp, &DeviceBuffer, &Dev
     }
 }
 
-/// Re-sets every node of `g`, node `i` in variant `swap(i)`.
-fn fc_reset(rig: &Rig, g: &mut BuiltGraph, nodes: &[Node], swap: impl Fn(usize) -> bool) -> Result<()> {
-    for (i, &node) in nodes.iter().enumerate() {
+/// Re-records the rig's K-kernel chain into `g` (node `i` in variant
+/// `swap(i)`) through the library's recording API: what an engine does.
+fn fc_rerecord(rig: &Rig, g: &mut Graph, k: usize, swap: impl Fn(usize) -> bool) -> Result<UpdateReport> {
+    let cap = rig.ctx.begin_capture(CaptureMode::ThreadLocal)?;
+    for i in 0..k {
         let (op, a, b, o) = chain_node(rig, i, swap(i));
-        g.set_binary(node, op, a, b, o, rig.n)?;
+        rig.ctx.binary(op, a, b, o, rig.n)?;
     }
-    Ok(())
+    cap.end_update(g)
 }
 
-/// Graph building (fc-graph's `GraphBuilder`) against bare stream capture,
-/// alternating, with the rig's launch mode (PDL where the built-ins use
-/// it): `build_instantiate`; `node_update_all` / `_one` / `_none` (every
-/// node re-set, all, one or none changed, against bare re-capture +
-/// `cuGraphExecUpdate` + destroying the re-captured graph; `_none` must
-/// make no driver call); `built_launch_sync` (the built graph against the
-/// bare captured one, launch + sync).
+/// Recordings (built node by node: fc-graph's recording API, as engines
+/// call it) against bare stream capture, alternating, with the rig's launch
+/// mode (PDL where the built-ins use it): `build_instantiate` (record +
+/// instantiate); `node_update_all` / `_one` / `_none` (re-record into the
+/// same graph with all, one or no node changed, against bare re-capture +
+/// `cuGraphExecUpdate` + destroying the re-captured graph; the library's
+/// driver calls are checked from its update report: K, 1 and 0);
+/// `built_launch_sync` (the recorded graph against the bare captured one,
+/// launch + sync).
 fn builder_rows(d: &Driver, rig: &Rig, k: usize, iters: usize, out: &mut dyn FnMut(StepOutput)) -> Result<()> {
+    if !rig.ctx.begin_capture(CaptureMode::ThreadLocal)?.builds() {
+        return Err(fc_graph::Error::invalid("the rig's recordings do not build (FC_RECORDING set?)"));
+    }
     let (mut fc, mut bare) = (vec![], vec![]);
     for it in 0..iters + 2 {
         let t0 = Instant::now();
-        let (b, _) = fc_build(rig, k)?;
-        let g = b.instantiate()?;
+        let g = rig.fc_capture(k)?;
         let t1 = Instant::now();
         drop(g);
         let t2 = Instant::now();
@@ -1125,8 +1113,7 @@ fn builder_rows(d: &Driver, rig: &Rig, k: usize, iters: usize, out: &mut dyn FnM
     if d.cuGraphExecUpdate.is_none() {
         return Ok(());
     }
-    let (b, nodes) = fc_build(rig, k)?;
-    let mut g = b.instantiate()?;
+    let mut g = rig.fc_capture(k)?;
     let mut exec = BareExec::new(d, rig, k)?;
     let mut run = || -> Result<()> {
         let one = k / 2;
@@ -1134,27 +1121,28 @@ fn builder_rows(d: &Driver, rig: &Rig, k: usize, iters: usize, out: &mut dyn FnM
         for (step, which) in [("node_update_all", 0), ("node_update_one", 1), ("node_update_none", 2)] {
             let (mut fc, mut bare) = (vec![], vec![]);
             for it in 0..iters + 2 {
-                let before = g.update_calls();
                 let t0 = Instant::now();
-                match which {
+                let report = match which {
                     0 => {
                         swapped = !swapped;
-                        fc_reset(rig, &mut g, &nodes, |_| swapped)?
+                        fc_rerecord(rig, &mut g, k, |_| swapped)?
                     }
                     1 => {
                         swapped = !swapped;
-                        fc_reset(rig, &mut g, &nodes, |i| i == one && swapped)?
+                        fc_rerecord(rig, &mut g, k, |i| i == one && swapped)?
                     }
-                    _ => fc_reset(rig, &mut g, &nodes, |_| false)?,
-                }
+                    _ => fc_rerecord(rig, &mut g, k, |_| false)?,
+                };
                 let t1 = Instant::now();
                 exec.recapture(d, rig, k, false)?;
                 let t2 = Instant::now();
-                let calls = g.update_calls() - before;
+                let calls = report.node_calls as u64;
                 let want = [k as u64, 1, 0][which];
                 // `_one` after `_all` ended swapped: its first round sets back the rest.
-                if it > 0 && calls != want {
-                    return Err(fc_graph::Error::invalid(format!("{step} K={k}: {calls} driver calls, want {want}")));
+                if report.updated != 1 || (it > 0 && calls != want) {
+                    return Err(fc_graph::Error::invalid(format!(
+                        "{step} K={k}: {report:?}, want {want} node calls in one update"
+                    )));
                 }
                 if it >= 2 {
                     fc.push(us_since(t0, t1));
@@ -1163,7 +1151,7 @@ fn builder_rows(d: &Driver, rig: &Rig, k: usize, iters: usize, out: &mut dyn FnM
             }
             if which == 1 && swapped {
                 swapped = false;
-                fc_reset(rig, &mut g, &nodes, |_| false)?;
+                fc_rerecord(rig, &mut g, k, |_| false)?;
             }
             emit(out, step, Variant::Fc, k, &mut fc);
             emit(out, step, Variant::Bare, k, &mut bare);

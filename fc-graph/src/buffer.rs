@@ -6,7 +6,9 @@ use cuda_sys::*;
 use crate::context::{lock, Context};
 use crate::driver::check;
 use crate::error::{Error, Result};
+use crate::nodes::MemsetRaw;
 use crate::pool::{block_size, slab_size_for};
+use crate::segment::Op;
 
 /// Where a buffer's memory came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -302,9 +304,15 @@ impl DeviceBuffer {
         if len == 0 {
             return Ok(());
         }
+        let ptr = self.ptr + offset as u64;
+        if ctx.records_by_construction() {
+            let m = MemsetRaw { dst: ptr, value: u32::from(value), element_size: 1, count: len };
+            if ctx.record_op(Op::Memset(m)) {
+                return Ok(());
+            }
+        }
         let stream = ctx.stream();
         ctx.inner.segment.note_other();
-        let ptr = self.ptr + offset as u64;
         ctx.bound(|d| {
             // SAFETY: the range lies inside the buffer (checked above).
             check("cuMemsetD8Async", unsafe { (d.cuMemsetD8Async)(ptr, value, len, stream) })

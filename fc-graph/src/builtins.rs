@@ -13,6 +13,8 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::launch::{launch_kernel, pdl_allowed_on};
 use crate::module::{LaunchConfig, ModuleHandle};
+use crate::nodes::LaunchSpec;
+use crate::segment::Op;
 
 /// The PTX text (ISA 7.0, sm_35), embedded at build time.
 pub const ELEMENTWISE_PTX: &str = include_str!("../kernels/elementwise.ptx");
@@ -51,6 +53,14 @@ pub(crate) struct BinaryLaunch {
     pub(crate) cfg: LaunchConfig,
     pub(crate) args: (u64, u64, u64, u32),
     pub(crate) pdl: bool,
+}
+
+impl BinaryLaunch {
+    /// The launch as a node's parameters: (u64, u64, u64, u32).
+    pub(crate) fn spec(&self) -> LaunchSpec {
+        let (a, b, out, n) = self.args;
+        LaunchSpec::of_words(self.func, self.cfg, &[a, b, out, n as u64], self.pdl)
+    }
 }
 
 /// The loaded module and its two kernels.
@@ -162,13 +172,17 @@ impl Context {
     }
 
     /// Enqueues `out[i] = a[i] op b[i]` for `i < n` on the context's stream
-    /// (recorded when the context captures), with programmatic dependent
+    /// (recorded when a recording of the context is open), with programmatic dependent
     /// launch where [`Context::pdl_enabled`]. Checks every buffer first and
     /// launches nothing when one is wrong. `n == 0` does nothing.
     pub fn binary(&self, op: BinaryOp, a: &DeviceBuffer, b: &DeviceBuffer, out: &DeviceBuffer, n: usize) -> Result<()> {
-        let Some(BinaryLaunch { func, cfg, args, pdl }) = self.binary_launch(op, a, b, out, n)? else {
+        let Some(launch) = self.binary_launch(op, a, b, out, n)? else {
             return Ok(());
         };
+        if self.records_by_construction() && self.record_op(Op::Kernel { spec: launch.spec(), _module: None }) {
+            return Ok(());
+        }
+        let BinaryLaunch { func, cfg, args, pdl } = launch;
         let (mut pa, mut pb, mut po, mut pn) = args;
         let mut params: [*mut c_void; 4] = [
             (&mut pa as *mut u64).cast(),

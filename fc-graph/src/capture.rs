@@ -1,11 +1,24 @@
-//! Capture guards: begin a capture on a context's stream, split it at
-//! breaks, end it into a [`Graph`] (or into an existing one, updating it in
-//! place). A guard dropped without `end` aborts the capture and leaves the
-//! stream out of capture.
+//! Recordings and their guards: begin a recording on a context, split it
+//! at breaks, end it into a [`Graph`] (or into an existing one, updating it
+//! in place). A guard dropped without `end` aborts the recording.
 //!
-//! The recording itself (`Recording`, crate-private) does not own the context: a
-//! [`Capture`] guard pairs it with one, and a capture *held by the context*
-//! ([`crate::held`], used by the C API) keeps it inside the context.
+//! A recording takes the context's work in one of two ways, chosen when it
+//! begins (see [`crate::recording_mode`]):
+//! - **built** (the default): the library's own work is written down as
+//!   ops ([`crate::segment`]) and each segment becomes a graph built node
+//!   by node when it ends; no stream enters capture mode, except during a
+//!   *foreign section* ([`Capture::foreign`]), which captures the stream
+//!   for the work other libraries enqueue on it and adds what it recorded
+//!   as one child graph node;
+//! - **captured**: the context's stream captures for the whole recording
+//!   (contexts whose stream was handed out, in [`RecordingMode::Auto`]).
+//!
+//! The recording itself (`Recording`, crate-private) does not own the
+//! context: a [`Capture`] guard pairs it with one, and a capture *held by
+//! the context* ([`crate::held`], used by the C API) keeps it inside the
+//! context.
+//!
+//! [`RecordingMode::Auto`]: crate::RecordingMode::Auto
 
 use cuda_sys::*;
 
@@ -14,20 +27,36 @@ use crate::context::{lock, CaptureMode, Context};
 use crate::driver::{bound, check, RawCtx};
 use crate::error::{Error, Result};
 use crate::graph::{destroy_graph, node_count, BreakFn, Captured, Graph, GraphExec, Piece, UpdateReport};
+use crate::segment::{materialize, Op, OwnedGraph};
 
-/// A piece recorded by an open capture. Segments stay raw graphs until the
-/// capture ends, so an update can update any of them in place.
+/// A piece recorded by an open recording. Segments stay unbuilt (ops) or
+/// raw graphs until the recording ends, so an update can update any of them
+/// in place.
 enum Pending<L> {
+    /// A segment the stream captured; `None` when it recorded nothing.
     Segment(Option<Captured>),
+    /// A segment recorded by construction.
+    Built(Vec<Op>),
     Break(BreakFn<L>),
 }
 
-/// The recorded pieces of an open capture. Every consuming method leaves
+/// An open foreign section: who opened it, in which capture mode.
+#[derive(Debug, Clone, Copy)]
+struct Foreign {
+    tid: i64,
+    mode: CaptureMode,
+}
+
+/// The recorded pieces of an open recording. Every consuming method leaves
 /// the stream out of capture and closes the context's capture state.
 pub(crate) struct Recording<L> {
     mode: CaptureMode,
+    /// Built node by node (else the stream captures).
+    built: bool,
     pieces: Vec<Pending<L>>,
     segment_open: bool,
+    /// The open foreign section of a built recording.
+    foreign: Option<Foreign>,
     failed: Option<Error>,
     /// Whether a break's function runs once when the break is recorded
     /// (the default); a graph cache records without running them.
@@ -40,15 +69,47 @@ pub(crate) struct Recording<L> {
 unsafe impl<L> Send for Recording<L> {}
 
 impl<L> Recording<L> {
-    /// Opens a capture on `ctx`'s stream: refused while another capture is
-    /// open on the context or one of its break functions runs.
+    /// Opens a recording of `ctx`: refused while another recording is open
+    /// on the context or one of its break functions runs.
     pub(crate) fn begin(ctx: &Context, mode: CaptureMode) -> Result<Recording<L>> {
         let in_break = ctx.in_break();
         let mut state = lock(&ctx.inner.capture_state);
         state.check_can_begin(in_break)?;
-        begin_segment(ctx, mode)?;
-        state.begin(ThreadTag::current_tid(), in_break)?;
-        Ok(Recording { mode, pieces: Vec::new(), segment_open: true, failed: None, run_breaks: true })
+        let built = !ctx.recordings_capture();
+        if built {
+            ctx.inner.sink.open();
+        } else {
+            begin_segment(ctx, mode)?;
+        }
+        if let Err(e) = state.begin(ThreadTag::current_tid(), in_break) {
+            drop(state);
+            Recording::<L> {
+                mode,
+                built,
+                pieces: Vec::new(),
+                segment_open: true,
+                foreign: None,
+                failed: None,
+                run_breaks: true,
+            }
+            .discard(ctx);
+            return Err(e);
+        }
+        Ok(Recording {
+            mode,
+            built,
+            pieces: Vec::new(),
+            segment_open: true,
+            foreign: None,
+            failed: None,
+            run_breaks: true,
+        })
+    }
+
+    /// Whether this recording builds its graphs node by node (else the
+    /// context's stream captures).
+    pub(crate) fn builds(&self) -> bool {
+        self.built
     }
 
     /// Refuses to end, split or abort a THREAD_LOCAL or GLOBAL capture on
@@ -79,22 +140,104 @@ impl<L> Recording<L> {
         self.run_breaks = false;
     }
 
+    /// Opens a foreign section: until [`Recording::foreign_end`], the
+    /// context's stream captures (in `mode`) whatever is enqueued on it,
+    /// the library's own work included, in order. Returns the stream. In a
+    /// captured recording the stream captures already: nothing changes.
+    pub(crate) fn foreign_begin(&mut self, ctx: &Context, mode: CaptureMode) -> Result<CUstream> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        if !self.segment_open {
+            return Err(Error::capture_state(
+                "no segment is recording (a foreign section cannot begin inside a break)",
+            ));
+        }
+        if !self.built {
+            return Ok(ctx.stream());
+        }
+        if self.foreign.is_some() {
+            return Err(Error::capture_state("a foreign section is already open in this recording"));
+        }
+        let stream = ctx.stream();
+        ctx.inner.sink.pause();
+        let begun = bound(ctx.raw_ctx(), |d| {
+            // SAFETY: our stream, not capturing; the mode is a valid value.
+            check("cuStreamBeginCapture", unsafe { (d.cuStreamBeginCapture)(stream, mode.raw()) })
+        });
+        if let Err(e) = begun {
+            ctx.inner.sink.resume();
+            return Err(e);
+        }
+        self.foreign = Some(Foreign { tid: ThreadTag::current_tid(), mode });
+        Ok(stream)
+    }
+
+    /// Ends the open foreign section: what the stream captured becomes one
+    /// child graph node after the work recorded before the section, and
+    /// the library's work is built again. A THREAD_LOCAL or GLOBAL section
+    /// ends only on the thread that opened it (the driver's rule): refused
+    /// elsewhere, the section intact. A section the driver invalidated fails
+    /// the recording (ending it then fails with the same error).
+    pub(crate) fn foreign_end(&mut self, ctx: &Context) -> Result<()> {
+        let Some(f) = self.foreign else {
+            if !self.built && self.segment_open {
+                return Ok(());
+            }
+            return Err(Error::capture_state("no foreign section is open in this recording"));
+        };
+        if f.mode != CaptureMode::Relaxed && f.tid != ThreadTag::current_tid() {
+            return Err(Error::capture_state(format!(
+                "the foreign section was opened by {} in {:?} mode; only that thread can end it",
+                ThreadTag::of(f.tid),
+                f.mode
+            )));
+        }
+        self.foreign = None;
+        let ended = end_capture(ctx.raw_ctx(), ctx.stream());
+        let result = match ended {
+            Ok(Some(g)) => {
+                let op = Op::Child(Some(OwnedGraph::new(g, ctx.raw_ctx())));
+                // A closed segment cannot happen here (the section belongs
+                // to the open one); the op is dropped (destroyed) if it did.
+                let _ = ctx.inner.sink.push_paused(op);
+                Ok(())
+            }
+            Ok(None) => Ok(()),
+            Err(e) => Err(self.fail(e)),
+        };
+        ctx.inner.sink.resume();
+        result
+    }
+
     /// A break: ends the current segment, runs `f` once now with `live`
     /// (unless breaks are deferred), records it and opens the next segment.
     pub(crate) fn brk(&mut self, ctx: &Context, live: &L, f: BreakFn<L>) -> Result<()> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
+        if self.foreign.is_some() {
+            return Err(Error::capture_state(
+                "a break cannot split an open foreign section; end the foreign section first",
+            ));
+        }
         self.segment_open = false;
-        match end_segment(ctx) {
-            Ok(seg) => self.pieces.push(Pending::Segment(seg)),
-            Err(e) => return Err(self.fail(e)),
+        if self.built {
+            let ops = ctx.inner.sink.close().unwrap_or_default();
+            self.pieces.push(Pending::Built(ops));
+        } else {
+            match end_segment(ctx) {
+                Ok(seg) => self.pieces.push(Pending::Segment(seg)),
+                Err(e) => return Err(self.fail(e)),
+            }
         }
         let ran = if self.run_breaks { ctx.run_capture_break(|| f(ctx, live)) } else { Ok(()) };
         self.pieces.push(Pending::Break(f));
         // Reopen the next segment even after a failed break, so that work
         // queued before `end` is recorded (and discarded), never run eagerly.
-        if let Err(e) = begin_segment(ctx, self.mode) {
+        if self.built {
+            ctx.inner.sink.open();
+        } else if let Err(e) = begin_segment(ctx, self.mode) {
             return Err(self.fail(e));
         }
         self.segment_open = true;
@@ -109,9 +252,11 @@ impl<L> Recording<L> {
 
     /// Whether the driver reports the stream's capture as invalidated (a
     /// foreign device-wide synchronisation, say), so that recording it again
-    /// may succeed.
+    /// may succeed. A built recording can be invalidated only inside a
+    /// foreign section.
     pub(crate) fn stream_invalidated(&self, ctx: &Context) -> bool {
-        if !self.segment_open {
+        let capturing = if self.built { self.foreign.is_some() } else { self.segment_open };
+        if !capturing {
             return false;
         }
         let stream = ctx.stream();
@@ -124,7 +269,7 @@ impl<L> Recording<L> {
         .unwrap_or(false)
     }
 
-    /// Ends the capture and instantiates every segment.
+    /// Ends the recording and instantiates every segment.
     pub(crate) fn end(mut self, ctx: &Context) -> Result<Graph<L>> {
         let result = self.end_pieces(ctx);
         self.close(ctx, result)
@@ -138,6 +283,7 @@ impl<L> Recording<L> {
             built.push(match p {
                 Pending::Segment(Some(g)) => instantiate_piece(ctx, g, &mut failure),
                 Pending::Segment(None) => Piece::Segment(None),
+                Pending::Built(ops) => build_piece(ctx, ops, &mut failure),
                 Pending::Break(f) => Piece::Break(f),
             });
         }
@@ -147,7 +293,7 @@ impl<L> Recording<L> {
         }
     }
 
-    /// Ends the capture into `graph` (see [`Capture::end_update`]).
+    /// Ends the recording into `graph` (see [`Capture::end_update`]).
     pub(crate) fn end_update(mut self, ctx: &Context, graph: &mut Graph<L>) -> Result<UpdateReport> {
         let result = self.end_update_pieces(ctx, graph);
         self.close(ctx, result)
@@ -162,32 +308,38 @@ impl<L> Recording<L> {
         let mut built = Vec::with_capacity(pieces.len());
         let mut failure = None;
         for (i, p) in pieces.into_iter().enumerate() {
-            let Pending::Segment(Some(mut g)) = p else {
-                built.push(match p {
-                    Pending::Break(f) => Piece::Break(f),
-                    _ => Piece::Segment(None),
-                });
-                continue;
+            let piece = match p {
+                Pending::Break(f) => Piece::Break(f),
+                Pending::Segment(None) => Piece::Segment(None),
+                Pending::Built(ops) if ops.is_empty() => Piece::Segment(None),
+                Pending::Built(ops) => update_built(ctx, graph.segment_exec(i), i, ops, &mut report, &mut failure),
+                Pending::Segment(Some(mut g)) => {
+                    let updated = match graph.segment_exec(i) {
+                        Some(exec) => exec.update_from(&mut g).inspect(|&done| {
+                            if done {
+                                exec.forget_built();
+                            }
+                        }),
+                        None => Ok(false),
+                    };
+                    match updated {
+                        Ok(true) => {
+                            report.updated += 1;
+                            Piece::Reuse(i)
+                        }
+                        Ok(false) => {
+                            report.instantiated += 1;
+                            instantiate_piece(ctx, g, &mut failure)
+                        }
+                        Err(e) => {
+                            destroy_graph(ctx.raw_ctx(), g.graph);
+                            failure.get_or_insert(e);
+                            Piece::Segment(None)
+                        }
+                    }
+                }
             };
-            let updated = match graph.segment_exec(i) {
-                Some(exec) => exec.update_from(&mut g),
-                None => Ok(false),
-            };
-            built.push(match updated {
-                Ok(true) => {
-                    report.updated += 1;
-                    Piece::Reuse(i)
-                }
-                Ok(false) => {
-                    report.instantiated += 1;
-                    instantiate_piece(ctx, g, &mut failure)
-                }
-                Err(e) => {
-                    destroy_graph(ctx.raw_ctx(), g.graph);
-                    failure.get_or_insert(e);
-                    Piece::Segment(None)
-                }
-            });
+            built.push(piece);
         }
         if let Some(e) = failure {
             return Err(e);
@@ -204,9 +356,10 @@ impl<L> Recording<L> {
 
     /// Like [`Recording::abort`] for a context being torn down (no
     /// `Context` handle left): leaves the stream out of capture and destroys
-    /// the recorded graphs.
+    /// the recorded graphs. (The context drops its sink itself.)
     pub(crate) fn abort_raw(mut self, raw: RawCtx, stream: CUstream) {
-        if self.segment_open {
+        let capturing = if self.built { self.foreign.take().is_some() } else { self.segment_open };
+        if capturing {
             if let Ok(Some(g)) = end_capture(raw, stream) {
                 destroy_graph(raw, g);
             }
@@ -218,23 +371,41 @@ impl<L> Recording<L> {
         }
     }
 
-    /// Ends the last segment and hands over the recorded pieces.
+    /// Ends the last segment (and an open foreign section, keeping its
+    /// work) and hands over the recorded pieces.
     fn finish(&mut self, ctx: &Context) -> Result<Vec<Pending<L>>> {
+        if self.foreign.is_some() {
+            if let Err(e) = self.foreign_end(ctx) {
+                self.failed.get_or_insert(e);
+            }
+        }
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
         self.segment_open = false;
-        let last = end_segment(ctx)?;
-        self.pieces.push(Pending::Segment(last));
+        if self.built {
+            let ops = ctx.inner.sink.close().unwrap_or_default();
+            self.pieces.push(Pending::Built(ops));
+        } else {
+            let last = end_segment(ctx)?;
+            self.pieces.push(Pending::Segment(last));
+        }
         Ok(std::mem::take(&mut self.pieces))
     }
 
-    /// Leaves the stream out of capture, destroys what is left, names the
-    /// capture's first failure in an error, and closes the capture state.
-    fn close<T>(&mut self, ctx: &Context, result: Result<T>) -> Result<T> {
+    /// Leaves the stream out of capture, drops what is left (without
+    /// touching the context's capture state).
+    fn discard(&mut self, ctx: &Context) {
+        if self.foreign.take().is_some() {
+            if let Ok(Some(g)) = end_capture(ctx.raw_ctx(), ctx.stream()) {
+                destroy_graph(ctx.raw_ctx(), g);
+            }
+        }
         if self.segment_open {
             self.segment_open = false;
-            if let Ok(Some(g)) = end_capture(ctx.raw_ctx(), ctx.stream()) {
+            if self.built {
+                drop(ctx.inner.sink.close());
+            } else if let Ok(Some(g)) = end_capture(ctx.raw_ctx(), ctx.stream()) {
                 destroy_graph(ctx.raw_ctx(), g);
             }
         }
@@ -243,6 +414,12 @@ impl<L> Recording<L> {
                 destroy_graph(ctx.raw_ctx(), c.graph);
             }
         }
+    }
+
+    /// Leaves the stream out of capture, destroys what is left, names the
+    /// capture's first failure in an error, and closes the capture state.
+    fn close<T>(&mut self, ctx: &Context, result: Result<T>) -> Result<T> {
+        self.discard(ctx);
         let mut state = lock(&ctx.inner.capture_state);
         let result = result.map_err(|e| match state.first_failure() {
             Some(note) if !e.to_string().contains(&note) => e.with_note(&note),
@@ -250,6 +427,94 @@ impl<L> Recording<L> {
         });
         state.end();
         result
+    }
+}
+
+/// Builds a recorded segment and instantiates it; on failure records the
+/// first error in `failure` and yields an empty segment.
+fn build_piece<L>(ctx: &Context, mut ops: Vec<Op>, failure: &mut Option<Error>) -> Piece<L> {
+    if ops.is_empty() {
+        return Piece::Segment(None);
+    }
+    let built = match materialize(ctx, &mut ops) {
+        Ok(b) => b,
+        Err(e) => {
+            failure.get_or_insert(e);
+            return Piece::Segment(None);
+        }
+    };
+    match GraphExec::instantiate_built(ctx, built, ops) {
+        Ok(e) => Piece::Segment(Some(e)),
+        Err(e) => {
+            failure.get_or_insert(e);
+            Piece::Segment(None)
+        }
+    }
+}
+
+/// Applies a re-recorded segment `ops` to `old` (segment `i` of the graph
+/// being updated): node by node where the shapes match (no driver call for
+/// unchanged nodes), else through `cuGraphExecUpdate` on a graph built from
+/// the ops, else instantiated anew.
+fn update_built<L>(
+    ctx: &Context,
+    old: Option<&mut GraphExec>,
+    i: usize,
+    mut ops: Vec<Op>,
+    report: &mut UpdateReport,
+    failure: &mut Option<Error>,
+) -> Piece<L> {
+    let Some(exec) = old else {
+        report.instantiated += 1;
+        return build_piece(ctx, ops, failure);
+    };
+    if exec.accepts_nodes(&ops) {
+        return match exec.update_nodes(ops) {
+            Ok(calls) => {
+                report.updated += 1;
+                report.node_calls += calls;
+                Piece::Reuse(i)
+            }
+            Err(e) => {
+                failure.get_or_insert(e);
+                Piece::Segment(None)
+            }
+        };
+    }
+    let built = match materialize(ctx, &mut ops) {
+        Ok(b) => b,
+        Err(e) => {
+            failure.get_or_insert(e);
+            return Piece::Segment(None);
+        }
+    };
+    let nodes = built.nodes.len();
+    let mut captured = Captured { graph: built.graph, nodes: Some(nodes), topology: None };
+    match exec.update_from(&mut captured) {
+        Ok(true) => {
+            exec.keep_built_ops(ops);
+            report.updated += 1;
+            Piece::Reuse(i)
+        }
+        Ok(false) => {
+            report.instantiated += 1;
+            match GraphExec::instantiate_built(
+                ctx,
+                crate::segment::Built { graph: captured.graph, nodes: built.nodes },
+                ops,
+            ) {
+                Ok(e) => Piece::Segment(Some(e)),
+                Err(e) => {
+                    failure.get_or_insert(e);
+                    Piece::Segment(None)
+                }
+            }
+        }
+        Err(e) => {
+            destroy_graph(ctx.raw_ctx(), captured.graph);
+            failure.get_or_insert(e);
+            Piece::Segment(None)
+        }
     }
 }
 
@@ -421,6 +686,44 @@ impl<L> Capture<L> {
     {
         let ctx = self.ctx.clone();
         self.recording()?.brk(&ctx, live, Box::new(f))
+    }
+
+    /// Whether this recording builds its graphs node by node (the default;
+    /// see [`crate::recording_mode`]) rather than capturing the stream.
+    pub fn builds(&self) -> bool {
+        self.recording.as_ref().is_some_and(Recording::builds)
+    }
+
+    /// Opens a *foreign section*: until [`Capture::foreign_end`], the
+    /// context's stream (returned) captures, in `mode`, whatever anyone
+    /// enqueues on it (cuBLAS, NCCL, the engine's own kernels, and the
+    /// library's own work, in order); the section becomes one child graph
+    /// node after the work recorded before it. In a recording that captures
+    /// the stream anyway it changes nothing and returns the stream. Refused
+    /// while a section is open. Enqueue nothing on the stream after the
+    /// section ends unless it should run eagerly.
+    pub fn foreign_begin(&mut self, mode: CaptureMode) -> Result<CUstream> {
+        let ctx = self.ctx.clone();
+        self.recording()?.foreign_begin(&ctx, mode)
+    }
+
+    /// Ends the foreign section (see [`Capture::foreign_begin`]). A
+    /// THREAD_LOCAL or GLOBAL section ends only on the thread that began
+    /// it; a section the driver invalidated fails the recording.
+    pub fn foreign_end(&mut self) -> Result<()> {
+        let ctx = self.ctx.clone();
+        self.recording()?.foreign_end(&ctx)
+    }
+
+    /// Runs `f` with the context's stream inside a foreign section (see
+    /// [`Capture::foreign_begin`]): the section ends when `f` returns, also
+    /// when it fails (`f`'s error is returned first).
+    pub fn foreign<T>(&mut self, mode: CaptureMode, f: impl FnOnce(CUstream) -> Result<T>) -> Result<T> {
+        let stream = self.foreign_begin(mode)?;
+        let out = f(stream);
+        let ended = self.foreign_end();
+        let value = out?;
+        ended.map(|()| value)
     }
 
     /// Whether the driver reports this capture as invalidated (for example

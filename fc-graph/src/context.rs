@@ -15,7 +15,7 @@
 //! capture state and capture pool).
 
 use std::os::raw::c_void;
-use std::sync::atomic::{AtomicBool, AtomicPtr};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use cuda_sys::*;
@@ -28,6 +28,8 @@ use crate::driver::{bound, check, driver, shielded, CaptureShield, RawCtx};
 use crate::error::{Error, Result};
 use crate::isolation::{self, Gate, Isolation, IsolationRequest, Plan};
 use crate::pool::PoolAllocator;
+use crate::recording_mode::RecordingMode;
+use crate::segment::{Op, Sink};
 use crate::topology::SegmentTrace;
 
 /// How a capture restricts "potentially unsafe" driver calls (the driver's
@@ -98,6 +100,11 @@ pub(crate) struct ContextInner {
     /// The context's programmatic-dependent-launch switch (see
     /// [`Context::set_pdl`]); on by default.
     pub(crate) pdl_switch: AtomicBool,
+    /// Where the library's launches go while a recording of this context
+    /// builds its graph (see [`crate::segment`]).
+    pub(crate) sink: Sink,
+    /// The [`RecordingMode`] of recordings begun from now on.
+    recording_mode: AtomicU8,
     /// What the open capture segment recorded through the library (see
     /// [`crate::topology`]).
     pub(crate) segment: SegmentTrace,
@@ -276,6 +283,17 @@ impl Context {
             Ok(s)
         })?;
         let kind = if isolation == Isolation::None { ContextKind::Primary } else { ContextKind::Isolated };
+        let recording_mode = match RecordingMode::from_env() {
+            Ok(m) => m,
+            Err(e) => {
+                let _ = shielded(raw, |d| {
+                    // SAFETY: the stream made above, used by nothing else yet.
+                    unsafe { (d.cuStreamDestroy)(stream) };
+                    Ok(())
+                });
+                return Err(e);
+            }
+        };
         LIVE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Ok(Context {
             inner: Arc::new(ContextInner {
@@ -289,6 +307,8 @@ impl Context {
                 held: Mutex::new(None),
                 capture_live: AtomicPtr::new(std::ptr::null_mut()),
                 pdl_switch: AtomicBool::new(true),
+                sink: Sink::default(),
+                recording_mode: AtomicU8::new(recording_mode.to_u8()),
                 segment: SegmentTrace::default(),
                 isolation,
                 green,
@@ -344,6 +364,43 @@ impl Context {
     /// The stream, for the library's own calls.
     pub(crate) fn stream(&self) -> CUstream {
         self.inner.stream
+    }
+
+    /// Whether the stream's handle was handed out ([`Context::raw_stream`]).
+    pub fn stream_handed_out(&self) -> bool {
+        self.inner.segment.is_shared()
+    }
+
+    /// Sets how recordings begun from now on take this context's work (see
+    /// [`crate::recording_mode`]); a recording already open keeps its way.
+    /// Shared by every clone of the context.
+    pub fn set_recording_mode(&self, mode: RecordingMode) {
+        self.inner.recording_mode.store(mode.to_u8(), Ordering::Relaxed);
+    }
+
+    /// How recordings begun now take this context's work.
+    pub fn recording_mode(&self) -> RecordingMode {
+        RecordingMode::from_u8(self.inner.recording_mode.load(Ordering::Relaxed))
+    }
+
+    /// Whether a recording begun now captures the stream (rather than
+    /// building its graph node by node).
+    pub fn recordings_capture(&self) -> bool {
+        self.recording_mode().captures(self.stream_handed_out())
+    }
+
+    /// Whether the library's own work on this context is being recorded by
+    /// construction right now (a hint for the launch paths, which then try
+    /// [`Context::record_op`]).
+    #[inline]
+    pub(crate) fn records_by_construction(&self) -> bool {
+        self.inner.sink.is_active()
+    }
+
+    /// Records `op` into the open recording's segment; `false` when none
+    /// takes it (the caller enqueues the work eagerly).
+    pub(crate) fn record_op(&self, op: Op) -> bool {
+        self.inner.sink.push(op)
     }
 
     /// The raw CUDA context handle (`CUcontext`): the device's primary
@@ -550,6 +607,9 @@ impl Drop for ContextInner {
             if let Some(rec) = held {
                 rec.abort_raw(raw, stream);
             }
+            // Ops of an open segment (child graphs among them) go while the
+            // context still exists.
+            drop(self.sink.close());
             drop(builtins);
             for (base, _) in slabs {
                 // SAFETY: slabs were allocated with cuMemAlloc by this context

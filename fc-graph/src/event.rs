@@ -29,8 +29,17 @@ impl Event {
         Ok(Event { ctx: ctx.clone(), raw })
     }
 
-    /// Records the event on the context's stream.
+    /// Records the event on the context's stream. Refused while a
+    /// recording of the context builds its graph (events are not graph
+    /// nodes of fc-graph's recordings; record them outside the recording,
+    /// or inside a foreign section).
     pub fn record(&self) -> Result<()> {
+        if self.ctx.records_by_construction() {
+            return Err(crate::error::Error::capture_state(
+                "cannot record an event while a recording of this context is open (its work is built into a \
+                 graph, not enqueued); record it before or after the recording, or inside a foreign section",
+            ));
+        }
         let (e, s) = (self.raw, self.ctx.stream());
         self.ctx.inner.segment.note_other();
         self.ctx.bound(|d| {

@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 use crate::context::Context;
 use crate::driver::{check, shielded, RawCtx};
 use crate::error::{Error, Result};
+use crate::segment::{Built, BuiltNodes, Op};
 use crate::topology::Topology;
 
 /// A break's host function: receives the context and the *live* value
@@ -36,6 +37,10 @@ pub(crate) struct GraphExec {
     /// [`crate::topology`]): a re-capture of the same topology is updated
     /// without counting either graph.
     topology: Option<Topology>,
+    /// The ops the source was built from and their nodes, where it was
+    /// built node by node (see [`crate::segment`]): re-recordings of the
+    /// same shape update it node by node.
+    built: Option<BuiltNodes>,
     ctx: Context,
 }
 
@@ -75,6 +80,7 @@ impl GraphExec {
                 source: graph,
                 nodes: nodes.map(OnceLock::from).unwrap_or_default(),
                 topology,
+                built: None,
                 ctx: ctx.clone(),
             }),
             Err(e) => {
@@ -82,6 +88,46 @@ impl GraphExec {
                 Err(e)
             }
         }
+    }
+
+    /// Instantiates a graph built from `ops` (taking ownership of it).
+    pub(crate) fn instantiate_built(ctx: &Context, built: Built, ops: Vec<Op>) -> Result<GraphExec> {
+        let Built { graph, nodes } = built;
+        let count = nodes.len();
+        let mut exec = Self::instantiate(ctx, Captured { graph, nodes: Some(count), topology: None })?;
+        exec.built = Some(BuiltNodes::new(nodes, ops));
+        Ok(exec)
+    }
+
+    /// Whether `ops` can be applied to this executable node by node.
+    pub(crate) fn accepts_nodes(&self, ops: &[Op]) -> bool {
+        self.built.as_ref().is_some_and(|b| b.accepts(ops))
+    }
+
+    /// Applies `ops` (which [`GraphExec::accepts_nodes`]) node by node;
+    /// returns the driver calls made (0 when nothing changed).
+    pub(crate) fn update_nodes(&mut self, ops: Vec<Op>) -> Result<usize> {
+        let exec = self.exec;
+        match self.built.as_mut() {
+            Some(b) => b.update(&self.ctx, exec, ops),
+            None => Err(Error::invalid("not a graph built node by node")),
+        }
+    }
+
+    /// After a whole-graph update from a graph built from `ops`: keeps the
+    /// ops (their parameters are the executable's now, and they keep user
+    /// modules loaded).
+    pub(crate) fn keep_built_ops(&mut self, ops: Vec<Op>) {
+        match self.built.as_mut() {
+            Some(b) => b.replace_ops(ops),
+            None => self.built = Some(BuiltNodes::new(Vec::new(), ops)),
+        }
+    }
+
+    /// After a whole-graph update from a captured graph: what the ops said
+    /// of the parameters is stale.
+    pub(crate) fn forget_built(&mut self) {
+        self.built = None;
     }
 
     /// Updates this executable graph in place from `captured` (same
@@ -285,6 +331,10 @@ pub struct UpdateReport {
     /// Segments instantiated anew (first capture, changed topology, or a
     /// driver without in-place update).
     pub instantiated: usize,
+    /// Node-parameter driver calls made by segments updated node by node
+    /// (`cuGraphExecKernelNodeSetParams`, `cuGraphExecMemsetNodeSetParams`):
+    /// one per changed node, 0 when the re-recording changed nothing.
+    pub node_calls: usize,
 }
 
 impl<L> Graph<L> {
@@ -338,6 +388,24 @@ impl<L> Graph<L> {
     /// The context whose stream the graph replays on.
     pub fn context(&self) -> &Context {
         &self.ctx
+    }
+
+    /// The graphs the non-empty segments were instantiated from, in order,
+    /// for inspection (`cuGraphGetEdges`, DOT output; valid while this graph
+    /// is alive; an update changes the executables, not these graphs).
+    pub fn raw_graphs(&self) -> Vec<CUgraph> {
+        self.pieces
+            .iter()
+            .filter_map(|p| match p {
+                Piece::Segment(Some(e)) => Some(e.source),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Segments built node by node (the others were stream captures).
+    pub fn built_segments(&self) -> usize {
+        self.pieces.iter().filter(|p| matches!(p, Piece::Segment(Some(e)) if e.built.is_some())).count()
     }
 
     /// Nodes in each piece, in order (`segment_count()` entries): a

@@ -50,20 +50,23 @@
 //! every user kernel's module alive itself.
 
 use std::collections::HashMap;
-use std::os::raw::c_void;
 use std::ptr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use cuda_sys::*;
 
 use crate::buffer::DeviceBuffer;
-use crate::builtins::{BinaryLaunch, BinaryOp};
+use crate::builtins::BinaryOp;
 use crate::context::Context;
-use crate::driver::{check, Failed};
+use crate::driver::check;
 use crate::error::{Error, Result};
 use crate::graph::destroy_graph;
 use crate::launch::LaunchOptions;
 use crate::module::{Kernel, KernelArg, LaunchConfig};
+use crate::nodes::{
+    add_child_node, add_edges, add_kernel_node, add_memset_node, programmatic_edge, update_kernel_node,
+    update_memset_node, LaunchSpec, MemsetRaw,
+};
 
 /// Gives every builder its own id, so a [`Node`] of one graph is refused by
 /// another.
@@ -80,68 +83,6 @@ impl Node {
     /// Its position in the order nodes were added (0 first).
     pub fn index(self) -> usize {
         self.index as usize
-    }
-}
-
-/// A kernel launch reduced to what the driver sees: function,
-/// configuration, argument bytes (each argument in 8-byte words of its
-/// own) and whether it launches with PDL. Two launches with equal specs are
-/// the same launch.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct LaunchSpec {
-    pub(crate) func: CUfunction,
-    pub(crate) cfg: LaunchConfig,
-    /// Argument values; argument `i` starts at word `starts[i]`.
-    pub(crate) words: Vec<u64>,
-    pub(crate) starts: Vec<u32>,
-    pub(crate) pdl: bool,
-}
-
-/// Most kernel parameters a launch spec passes without allocating its
-/// pointer array.
-const INLINE_PARAMS: usize = 16;
-
-impl LaunchSpec {
-    /// The built-in launch `l`: (u64, u64, u64, u32).
-    fn binary(l: &BinaryLaunch) -> LaunchSpec {
-        let (a, b, out, n) = l.args;
-        LaunchSpec { func: l.func, cfg: l.cfg, words: vec![a, b, out, n as u64], starts: vec![0, 1, 2, 3], pdl: l.pdl }
-    }
-
-    /// Calls `f` with the v2 node parameters of this launch; its
-    /// `kernelParams` point into `self.words`, valid during `f` only.
-    fn with_params<T>(&self, f: impl FnOnce(&CUDA_KERNEL_NODE_PARAMS_v2) -> T) -> T {
-        let base = self.words.as_ptr() as *mut u64;
-        // Every start lies inside `words` (the constructors make it so), so
-        // the pointers are in bounds; the driver only reads through them.
-        let ptr_at = |s: u32| base.wrapping_add(s as usize).cast::<c_void>();
-        let mut inline = [ptr::null_mut::<c_void>(); INLINE_PARAMS];
-        let mut heap = Vec::new();
-        let params: *mut *mut c_void = if self.starts.len() <= INLINE_PARAMS {
-            for (slot, &s) in inline.iter_mut().zip(&self.starts) {
-                *slot = ptr_at(s);
-            }
-            inline.as_mut_ptr()
-        } else {
-            heap.extend(self.starts.iter().map(|&s| ptr_at(s)));
-            heap.as_mut_ptr()
-        };
-        let (g, b) = (self.cfg.grid, self.cfg.block);
-        let p = CUDA_KERNEL_NODE_PARAMS_v2 {
-            func: self.func,
-            gridDimX: g.0,
-            gridDimY: g.1,
-            gridDimZ: g.2,
-            blockDimX: b.0,
-            blockDimY: b.1,
-            blockDimZ: b.2,
-            sharedMemBytes: self.cfg.shared_mem_bytes,
-            kernelParams: if self.starts.is_empty() { ptr::null_mut() } else { params },
-            extra: ptr::null_mut(),
-            kern: ptr::null_mut(),
-            ctx: ptr::null_mut(),
-        };
-        f(&p)
     }
 }
 
@@ -186,7 +127,7 @@ impl KernelParams {
         n: usize,
     ) -> Result<KernelParams> {
         match ctx.binary_launch(op, a, b, out, n)? {
-            Some(l) => Ok(KernelParams { spec: LaunchSpec::binary(&l), owner: ctx.clone(), kernel: None }),
+            Some(l) => Ok(KernelParams { spec: l.spec(), owner: ctx.clone(), kernel: None }),
             None => Err(Error::invalid("a built-in node over n = 0 elements launches nothing; leave it out")),
         }
     }
@@ -202,28 +143,7 @@ impl KernelParams {
         args: &[KernelArg<'_>],
         opts: LaunchOptions,
     ) -> Result<KernelParams> {
-        cfg.validate()?;
-        kernel.limits().check(kernel.name(), &cfg)?;
-        ctx.check_usable(&format!("kernel {}", kernel.name()), kernel.context())?;
-        kernel.check_args(args)?;
-        let mut words = Vec::with_capacity(args.len());
-        let mut starts = Vec::with_capacity(args.len());
-        for a in args {
-            starts.push(u32::try_from(words.len()).map_err(|_| Error::invalid("kernel arguments too large"))?);
-            match *a {
-                KernelArg::Bytes(b) => {
-                    let first = words.len();
-                    words.resize(first + b.len().div_ceil(8).max(1), 0);
-                    let dst: &mut [u64] = &mut words[first..];
-                    for (i, byte) in b.iter().enumerate() {
-                        dst[i / 8] |= (*byte as u64) << (8 * (i % 8));
-                    }
-                }
-                _ => words.push(arg_word(a)),
-            }
-        }
-        let pdl = kernel.uses_pdl(ctx, opts);
-        let spec = LaunchSpec { func: kernel.raw_function(), cfg, words, starts, pdl };
+        let spec = kernel.launch_spec(ctx, cfg, args, opts)?;
         Ok(KernelParams { spec, owner: ctx.clone(), kernel: Some(kernel.clone()) })
     }
 
@@ -239,50 +159,12 @@ impl KernelParams {
     }
 }
 
-/// A scalar kernel argument in one little-endian 8-byte word, as
-/// [`Kernel::launch_on_with`] lays it out.
-fn arg_word(a: &KernelArg<'_>) -> u64 {
-    match *a {
-        KernelArg::Buffer(b) => b.as_raw(),
-        KernelArg::Ptr(p) => p,
-        KernelArg::U32(v) => v as u64,
-        KernelArg::I32(v) => v as u32 as u64,
-        KernelArg::U64(v) => v,
-        KernelArg::I64(v) => v as u64,
-        KernelArg::F32(v) => v.to_bits() as u64,
-        KernelArg::F64(v) => v.to_bits(),
-        KernelArg::Bytes(_) => 0,
-    }
-}
-
 /// The parameters of one memset node: `count` elements of 1 or 4 bytes set
 /// to `value`, in one row.
 #[derive(Clone)]
 pub struct MemsetParams {
     raw: MemsetRaw,
     owner: Context,
-}
-
-/// A memset node as the driver sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct MemsetRaw {
-    dst: CUdeviceptr,
-    value: u32,
-    element_size: u32,
-    count: usize,
-}
-
-impl MemsetRaw {
-    fn params(&self) -> CUDA_MEMSET_NODE_PARAMS_v1 {
-        CUDA_MEMSET_NODE_PARAMS_v1 {
-            dst: self.dst,
-            pitch: 0,
-            value: self.value,
-            elementSize: self.element_size,
-            width: self.count,
-            height: 1,
-        }
-    }
 }
 
 impl std::fmt::Debug for MemsetParams {
@@ -324,27 +206,10 @@ impl MemsetParams {
     }
 }
 
-/// The annotation of an edge into a node that launches with `pdl` from a
-/// node that is a kernel node or not, on a driver with programmatic edges
-/// or not: `Some` for a programmatic edge (added separately), `None` for a
-/// full edge (given to the node's own add call).
-pub(crate) fn programmatic_edge(
-    pdl: bool,
-    from_kernel: bool,
-    driver_has_programmatic: bool,
-) -> Option<CUgraphEdgeData> {
-    (pdl && from_kernel && driver_has_programmatic).then_some(CUgraphEdgeData {
-        from_port: CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC,
-        to_port: 0,
-        type_: CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC as u8,
-        reserved: [0; 5],
-    })
-}
-
 /// What a node is, and the parameters it was last given.
 #[derive(Clone)]
 enum NodeKind {
-    Kernel(KernelParams),
+    Kernel(Box<KernelParams>),
     Memset(MemsetParams),
     Child,
 }
@@ -377,85 +242,6 @@ pub struct Edge {
     pub to: Node,
     /// Its kind.
     pub kind: EdgeKind,
-}
-
-/// Adds a kernel node through whichever ABI the driver has.
-///
-/// # Safety
-/// `graph` is a live graph of the context current on this thread, `deps`
-/// are its nodes, `spec` a launch of a live function of that context whose
-/// arguments match its parameters.
-pub(crate) unsafe fn add_kernel_node(
-    d: &DriverFns,
-    graph: CUgraph,
-    deps: &[CUgraphNode],
-    spec: &LaunchSpec,
-) -> Result<CUgraphNode> {
-    // SAFETY: the caller's promise; the parameters live across the call.
-    let added = spec.with_params(|p| unsafe { d.graph_add_kernel_node(graph, deps, p) });
-    match added {
-        None => Err(Error::Unsupported {
-            feature: "cuGraphAddKernelNode (graph building)",
-            needs: "a CUDA 10.0+ driver".into(),
-        }),
-        Some(Ok(node)) => Ok(node),
-        Some(Err(res)) => Err(Failed { call: "cuGraphAddKernelNode", res }.into_error()),
-    }
-}
-
-/// Sets kernel node `node` of `exec` to `new` unless it equals `current`
-/// (then no driver call is made): `Ok(true)` when a call was made, and
-/// `current` is then `new`.
-///
-/// # Safety
-/// `exec` is a live executable graph of the context current on this
-/// thread, not used by another thread during the call; `node` a kernel node
-/// of its source graph; `new` a launch as for [`add_kernel_node`].
-pub(crate) unsafe fn update_kernel_node(
-    d: &DriverFns,
-    exec: CUgraphExec,
-    node: CUgraphNode,
-    current: &LaunchSpec,
-    new: &LaunchSpec,
-) -> Result<bool> {
-    if current == new {
-        return Ok(false);
-    }
-    if current.pdl != new.pdl {
-        return Err(Error::invalid(
-            "an update cannot turn PDL on or off for a node (its edges would change); build the graph anew",
-        ));
-    }
-    // SAFETY: the caller's promise; the parameters live across the call.
-    let res = new.with_params(|p| unsafe { d.graph_exec_kernel_node_set_params(exec, node, p) });
-    match res {
-        None => Err(Error::Unsupported {
-            feature: "cuGraphExecKernelNodeSetParams (node-by-node update)",
-            needs: "a CUDA 10.1+ driver".into(),
-        }),
-        Some(res) => check("cuGraphExecKernelNodeSetParams", res).map(|()| true),
-    }
-}
-
-/// Adds the pending edges `from[i] -> to[i]` with `data[i]`, in one call.
-///
-/// # Safety
-/// `graph` is a live graph, every node one of its nodes.
-pub(crate) unsafe fn add_edges(
-    d: &DriverFns,
-    graph: CUgraph,
-    from: &[CUgraphNode],
-    to: &[CUgraphNode],
-    data: &[CUgraphEdgeData],
-) -> Result<()> {
-    if from.is_empty() {
-        return Ok(());
-    }
-    // SAFETY: the caller's promise; equal-length arrays.
-    match unsafe { d.graph_add_dependencies(graph, from, to, Some(data)) } {
-        None => Err(Error::Unsupported { feature: "cuGraphAddDependencies", needs: "a CUDA 10.0+ driver".into() }),
-        Some(res) => check("cuGraphAddDependencies", res),
-    }
 }
 
 /// A graph under construction, node by node; see the [module
@@ -577,7 +363,7 @@ impl GraphBuilder {
             self.pending_to.push(raw);
             self.pending_data.push(e);
         }
-        self.push_record(raw, NodeKind::Kernel(params.clone()))
+        self.push_record(raw, NodeKind::Kernel(Box::new(params.clone())))
     }
 
     /// [`GraphBuilder::add_kernel`] after the node added last (stream order).
@@ -614,15 +400,10 @@ impl GraphBuilder {
     pub fn add_memset(&mut self, params: &MemsetParams, deps: &[Node]) -> Result<Node> {
         self.ctx.check_usable("the memset's buffer", &params.owner)?;
         let raw_deps = deps.iter().map(|&n| self.raw_of(n).map(|r| r.raw)).collect::<Result<Vec<_>>>()?;
-        let (graph, p, raw_ctx) = (self.graph, params.raw.params(), self.ctx.raw_context());
-        let raw = self.ctx.bound(|d| {
-            let mut node: CUgraphNode = ptr::null_mut();
-            let deps_ptr = if raw_deps.is_empty() { ptr::null() } else { raw_deps.as_ptr() };
-            // SAFETY: our live graph and its nodes; the range lies inside a
-            // buffer of this context (checked when `params` was made).
-            let res = unsafe { (d.cuGraphAddMemsetNode)(&mut node, graph, deps_ptr, raw_deps.len(), &p, raw_ctx) };
-            check("cuGraphAddMemsetNode", res).map(|()| node)
-        })?;
+        let (graph, m, raw_ctx) = (self.graph, params.raw, self.ctx.raw_context());
+        // SAFETY: our live graph and its nodes, bound here; the range lies
+        // inside a buffer of this context (checked when `params` was made).
+        let raw = self.ctx.bound(|d| unsafe { add_memset_node(d, graph, &raw_deps, &m, raw_ctx) })?;
         self.push_record(raw, NodeKind::Memset(params.clone()))
     }
 
@@ -648,13 +429,8 @@ impl GraphBuilder {
         child.flush_edges()?;
         let raw_deps = deps.iter().map(|&n| self.raw_of(n).map(|r| r.raw)).collect::<Result<Vec<_>>>()?;
         let (graph, child_graph) = (self.graph, child.graph);
-        let raw = self.ctx.bound(|d| {
-            let mut node: CUgraphNode = ptr::null_mut();
-            let deps_ptr = if raw_deps.is_empty() { ptr::null() } else { raw_deps.as_ptr() };
-            // SAFETY: two live graphs of this context; the child is copied.
-            let res = unsafe { (d.cuGraphAddChildGraphNode)(&mut node, graph, deps_ptr, raw_deps.len(), child_graph) };
-            check("cuGraphAddChildGraphNode", res).map(|()| node)
-        })?;
+        // SAFETY: two live graphs of this context, bound here; the child is copied.
+        let raw = self.ctx.bound(|d| unsafe { add_child_node(d, graph, &raw_deps, child_graph) })?;
         self.push_record(raw, NodeKind::Child)
     }
 
@@ -837,7 +613,7 @@ impl BuiltGraph {
         // SAFETY: our live executable (`&mut self`), bound here; `raw` a
         // kernel node of its source graph; the launch was checked when made.
         let called = ctx.bound(|d| unsafe { update_kernel_node(d, exec, raw, old, new) })?;
-        *current = params.clone();
+        **current = params.clone();
         if called {
             self.update_calls += 1;
         }
@@ -875,14 +651,10 @@ impl BuiltGraph {
         if current.raw == params.raw {
             return Ok(false);
         }
-        let p = params.raw.params();
-        ctx.bound(|d| {
-            // SAFETY: our live executable and a memset node of its source;
-            // the range lies inside a buffer of this context.
-            check("cuGraphExecMemsetNodeSetParams", unsafe {
-                (d.cuGraphExecMemsetNodeSetParams)(exec, raw, &p, raw_ctx)
-            })
-        })?;
+        let m = params.raw;
+        // SAFETY: our live executable and a memset node of its source; the
+        // range lies inside a buffer of this context.
+        ctx.bound(|d| unsafe { update_memset_node(d, exec, raw, &m, raw_ctx) })?;
         *current = params.clone();
         self.update_calls += 1;
         Ok(true)
@@ -897,58 +669,5 @@ impl Drop for BuiltGraph {
             check("cuGraphExecDestroy", unsafe { (d.cuGraphExecDestroy)(exec) })
         });
         destroy_graph(self.ctx.raw_ctx(), self.graph);
-    }
-}
-
-/// Graph building against cuda-sys's driver double.
-#[cfg(all(test, target_os = "linux"))]
-#[path = "graph_builder_double_tests.rs"]
-mod double_tests;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn spec(words: Vec<u64>, pdl: bool) -> LaunchSpec {
-        let starts = (0..words.len() as u32).collect();
-        LaunchSpec {
-            func: std::ptr::null_mut::<u8>().wrapping_add(0x10).cast(),
-            cfg: LaunchConfig { grid: (4, 1, 1), block: (256, 1, 1), shared_mem_bytes: 0 },
-            words,
-            starts,
-            pdl,
-        }
-    }
-
-    #[test]
-    fn programmatic_edges_only_between_kernels_for_pdl_on_12_3() {
-        let e = programmatic_edge(true, true, true).expect("programmatic");
-        assert_eq!(e.from_port, CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC);
-        assert_eq!(e.type_ as CUgraphDependencyType, CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC);
-        assert_eq!((e.to_port, e.reserved), (0, [0; 5]));
-        assert!(programmatic_edge(false, true, true).is_none(), "a plain launch: full edge");
-        assert!(programmatic_edge(true, false, true).is_none(), "from a memset: full edge");
-        assert!(programmatic_edge(true, true, false).is_none(), "before 12.3: full edge");
-    }
-
-    #[test]
-    fn node_parameters_point_at_each_argument() {
-        let s = LaunchSpec { starts: vec![0, 1, 3], ..spec(vec![11, 22, 33, 44], false) };
-        s.with_params(|p| {
-            // SAFETY: three parameter pointers into `s.words`, live here.
-            let got: Vec<u64> = (0..3).map(|i| unsafe { **p.kernelParams.add(i).cast::<*const u64>() }).collect();
-            assert_eq!(got, [11, 22, 44]);
-            assert_eq!(
-                (p.gridDimX, p.blockDimX, p.extra, p.kern, p.ctx),
-                (4, 256, ptr::null_mut(), ptr::null_mut(), ptr::null_mut())
-            );
-        });
-        let many = spec((0..40).collect(), false);
-        many.with_params(|p| {
-            // SAFETY: forty parameter pointers, past the inline array.
-            let last = unsafe { **p.kernelParams.add(39).cast::<*const u64>() };
-            assert_eq!(last, 39);
-        });
-        spec(Vec::new(), false).with_params(|p| assert!(p.kernelParams.is_null()));
     }
 }

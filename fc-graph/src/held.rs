@@ -15,6 +15,8 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard, TryLockError};
 
+use cuda_sys::CUstream;
+
 use crate::capture::{retry_invalidated, Recaptured, Recording};
 use crate::capture_state;
 use crate::context::{CaptureMode, Context, LivePtr};
@@ -190,6 +192,28 @@ impl Context {
             return Err(e);
         }
         Ok(())
+    }
+
+    /// Opens a foreign section in the held recording (see
+    /// [`crate::Capture::foreign_begin`]) and returns the context's stream.
+    pub fn foreign_held_begin(&self, mode: CaptureMode) -> Result<CUstream> {
+        let mut slot = self.held_slot()?;
+        let rec = slot.as_mut().ok_or_else(|| Error::capture_state("no capture is open on this context"))?;
+        rec.foreign_begin(self, mode)
+    }
+
+    /// Ends the held recording's foreign section (see
+    /// [`crate::Capture::foreign_end`]).
+    pub fn foreign_held_end(&self) -> Result<()> {
+        let mut slot = self.held_slot()?;
+        let rec = slot.as_mut().ok_or_else(|| Error::capture_state("no capture is open on this context"))?;
+        rec.foreign_end(self)
+    }
+
+    /// Whether the held recording builds its graphs node by node (`None`:
+    /// no held recording is open).
+    pub fn held_builds(&self) -> Option<bool> {
+        self.held_slot().ok()?.as_ref().map(Recording::builds)
     }
 
     /// Makes the open held capture record its later breaks without running

@@ -283,8 +283,11 @@ pub mod held;
 pub mod isolation;
 pub mod launch;
 pub mod module;
+mod nodes;
 pub mod pool;
 pub mod ptx_params;
+pub mod recording_mode;
+mod segment;
 #[cfg(test)]
 mod test_double;
 mod topology;
@@ -303,6 +306,7 @@ pub use graph_builder::{BuiltGraph, GraphBuilder, KernelParams, MemsetParams};
 pub use isolation::{Isolation, IsolationRequest};
 pub use launch::{supports_pdl, LaunchOptions};
 pub use module::{Kernel, KernelArg, LaunchConfig, LaunchLimits, Module};
+pub use recording_mode::RecordingMode;
 
 /// The library version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -14,7 +14,9 @@ use crate::context::Context;
 use crate::driver::{bound, check, RawCtx};
 use crate::error::{Error, Result};
 use crate::launch::{launch_kernel, pdl_env_allows, supports_pdl, LaunchOptions};
+use crate::nodes::LaunchSpec;
 use crate::ptx_params::{find_entry, parse_entries, ParamKind, PtxEntry, PtxParam};
+use crate::segment::Op;
 
 /// A loaded module and the context it belongs to; unloaded on drop.
 ///
@@ -470,21 +472,14 @@ impl Kernel {
     ) -> Result<()> {
         cfg.validate()?;
         self.check_args(args)?;
+        if ctx.records_by_construction() {
+            let spec = self.launch_spec(ctx, cfg, args, opts)?;
+            if ctx.record_op(Op::Kernel { spec, _module: Some(Arc::clone(&self._module)) }) {
+                return Ok(());
+            }
+        }
         // Argument values laid out in 8-byte slots; `Bytes` point at the caller's slice.
-        let slots: Vec<u64> = args
-            .iter()
-            .map(|a| match *a {
-                KernelArg::Buffer(b) => b.as_raw(),
-                KernelArg::Ptr(p) => p,
-                KernelArg::U32(v) => v as u64,
-                KernelArg::I32(v) => v as u32 as u64,
-                KernelArg::U64(v) => v,
-                KernelArg::I64(v) => v as u64,
-                KernelArg::F32(v) => v.to_bits() as u64,
-                KernelArg::F64(v) => v.to_bits(),
-                KernelArg::Bytes(_) => 0,
-            })
-            .collect();
+        let slots: Vec<u64> = args.iter().map(arg_word).collect();
         let mut ptrs: Vec<*mut c_void> = args
             .iter()
             .zip(&slots)
@@ -496,6 +491,30 @@ impl Kernel {
         // SAFETY: every pointer in `ptrs` points at a live value of the size
         // the PTX parameter declares (little-endian slot, checked above).
         unsafe { self.launch_raw_with(ctx, cfg, ptrs.as_mut_ptr(), opts) }
+    }
+
+    /// The launch of this kernel on `ctx` with `args` as a graph node's
+    /// parameters, checked as [`Kernel::launch_on_with`] checks it, with
+    /// PDL where that launch would use it.
+    pub(crate) fn launch_spec(
+        &self,
+        ctx: &Context,
+        cfg: LaunchConfig,
+        args: &[KernelArg<'_>],
+        opts: LaunchOptions,
+    ) -> Result<LaunchSpec> {
+        cfg.validate()?;
+        self.limits.check(&self.entry.name, &cfg)?;
+        ctx.check_usable(&format!("kernel {}", self.entry.name), &self.ctx)?;
+        self.check_args(args)?;
+        let mut spec = LaunchSpec::empty(self.func, cfg, self.uses_pdl(ctx, opts));
+        for a in args {
+            match *a {
+                KernelArg::Bytes(b) => spec.push_bytes(b)?,
+                _ => spec.push_word(arg_word(a))?,
+            }
+        }
+        Ok(spec)
     }
 
     /// Launches with a `cuLaunchKernel`-style parameter array (PDL if the
@@ -524,10 +543,39 @@ impl Kernel {
         self.limits.check(&self.entry.name, &cfg)?;
         ctx.check_usable(&format!("kernel {}", self.entry.name), &self.ctx)?;
         let pdl = self.uses_pdl(ctx, opts);
+        if ctx.records_by_construction() {
+            let mut spec = LaunchSpec::empty(self.func, cfg, pdl);
+            for (i, p) in self.entry.params.iter().enumerate() {
+                // SAFETY: per the caller's contract, `params` holds one
+                // pointer per kernel parameter, each to `p.size` readable
+                // bytes, valid for this call.
+                let bytes = unsafe { std::slice::from_raw_parts((*params.add(i)).cast::<u8>(), p.size) };
+                spec.push_bytes(bytes)?;
+            }
+            if ctx.record_op(Op::Kernel { spec, _module: Some(Arc::clone(&self._module)) }) {
+                return Ok(());
+            }
+        }
         // SAFETY: a live function usable on `ctx` (checked above); `params`
         // per the caller's contract; PDL only where the caller opted in for
         // this kernel.
         unsafe { launch_kernel(ctx, self.func, &cfg, params, pdl) }
+    }
+}
+
+/// A scalar kernel argument in one little-endian 8-byte word (`Bytes`
+/// are laid out by the caller).
+fn arg_word(a: &KernelArg<'_>) -> u64 {
+    match *a {
+        KernelArg::Buffer(b) => b.as_raw(),
+        KernelArg::Ptr(p) => p,
+        KernelArg::U32(v) => v as u64,
+        KernelArg::I32(v) => v as u32 as u64,
+        KernelArg::U64(v) => v,
+        KernelArg::I64(v) => v as u64,
+        KernelArg::F32(v) => v.to_bits() as u64,
+        KernelArg::F64(v) => v.to_bits(),
+        KernelArg::Bytes(_) => 0,
     }
 }
 

@@ -95,6 +95,11 @@ impl SegmentTrace {
         }
     }
 
+    /// Whether the stream's handle was handed out.
+    pub(crate) fn is_shared(&self) -> bool {
+        self.stream_shared.load(Ordering::Relaxed)
+    }
+
     /// The segment's topology, when only the library's kernel launches can
     /// have recorded nodes into it (and it recorded at least one).
     pub(crate) fn topology(&self) -> Option<Topology> {

@@ -1,4 +1,4 @@
-//! Graph building's driver steps (`add_kernel_node`, `update_kernel_node`,
+//! The node-level driver steps (`add_kernel_node`, `update_kernel_node`,
 //! `add_edges`, the PDL edge rule) against cuda-sys's driver double
 //! (`cuda-sys/tests/support/double.rs`) at driver versions 11040, 12000,
 //! 12030 and 13000: each runs through the ABI that driver has, and an
@@ -11,13 +11,8 @@ use crate::module::LaunchConfig;
 use crate::test_double::load as load_double;
 
 fn spec(a: u64, pdl: bool) -> LaunchSpec {
-    LaunchSpec {
-        func: 0xF10usize as CUfunction,
-        cfg: LaunchConfig { grid: (16, 1, 1), block: (256, 1, 1), shared_mem_bytes: 0 },
-        words: vec![a, 0xB0, 0xC0, 4096],
-        starts: vec![0, 1, 2, 3],
-        pdl,
-    }
+    let cfg = LaunchConfig { grid: (16, 1, 1), block: (256, 1, 1), shared_mem_bytes: 0 };
+    LaunchSpec::of_words(0xF10usize as CUfunction, cfg, &[a, 0xB0, 0xC0, 4096], pdl)
 }
 
 fn check(driver_version: i32) {

@@ -1,0 +1,403 @@
+//! Segments recorded by construction: while a recording is open, the
+//! library's own work on a context (built-in and user kernels, fills) is
+//! written down as [`Op`]s instead of being enqueued, and becomes a graph
+//! built node by node when the segment ends. No stream enters capture mode
+//! for it, so nothing another thread or library does (a device-wide
+//! synchronisation, a GLOBAL capture, a context created or destroyed) can
+//! invalidate, refuse or crash it.
+//!
+//! - [`Sink`]: where a context's launches go while one of its recordings
+//!   is open (any thread's, as a stream capture would take them).
+//! - [`materialize`]: the ops as a `CUgraph`, in order: each op depends on
+//!   the one before (the stream order the eager calls would have), with a
+//!   programmatic edge where the op launches with PDL after a kernel on a
+//!   CUDA 12.3+ driver (see [`crate::nodes::programmatic_edge`]).
+//! - [`BuiltNodes`]: what an executable made from ops keeps, so that a
+//!   re-recording of the same shape is applied node by node
+//!   ([`BuiltNodes::update`]): unchanged nodes make no driver call.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use cuda_sys::*;
+
+use crate::context::{lock, Context};
+use crate::driver::RawCtx;
+use crate::error::Result;
+use crate::graph::destroy_graph;
+use crate::module::ModuleHandle;
+use crate::nodes::{
+    add_child_node, add_edges, add_kernel_node, add_memset_node, programmatic_edge, update_kernel_node,
+    update_memset_node, LaunchSpec, MemsetRaw,
+};
+
+/// A graph the recording owns (a captured foreign section), destroyed on
+/// drop in its context.
+pub(crate) struct OwnedGraph {
+    graph: CUgraph,
+    raw: RawCtx,
+}
+
+impl OwnedGraph {
+    /// Takes ownership of `graph`, a graph of the context `raw`.
+    pub(crate) fn new(graph: CUgraph, raw: RawCtx) -> OwnedGraph {
+        OwnedGraph { graph, raw }
+    }
+}
+
+impl Drop for OwnedGraph {
+    fn drop(&mut self) {
+        destroy_graph(self.raw, self.graph);
+    }
+}
+
+/// One piece of recorded work.
+pub(crate) enum Op {
+    /// A kernel launch; `_module` keeps a user kernel's module loaded for as
+    /// long as a graph made from it lives (built-ins live with the context).
+    Kernel { spec: LaunchSpec, _module: Option<Arc<ModuleHandle>> },
+    /// A memset (fills).
+    Memset(MemsetRaw),
+    /// Work captured from the context's stream (a foreign section: cuBLAS,
+    /// NCCL, the engine's own kernels), added as a child graph node; `None`
+    /// once copied into a built graph.
+    Child(Option<OwnedGraph>),
+}
+
+// SAFETY: function handles and graphs are driver handles usable from any
+// thread; modules are kept alive by the `Arc`.
+unsafe impl Send for Op {}
+
+impl Op {
+    fn is_kernel(&self) -> bool {
+        matches!(self, Op::Kernel { .. })
+    }
+
+    /// Whether `new` may be applied to a node made from `self` in place.
+    fn same_shape(&self, new: &Op) -> bool {
+        match (self, new) {
+            (Op::Kernel { spec: a, .. }, Op::Kernel { spec: b, .. }) => a.func == b.func && a.pdl == b.pdl,
+            (Op::Memset(a), Op::Memset(b)) => a.same_shape(b),
+            _ => false,
+        }
+    }
+}
+
+/// Where a context's launches go while one of its recordings is open.
+/// `active` is a hint read without the lock by every launch (an eager
+/// launch pays one atomic load); the ops themselves are behind the mutex.
+#[derive(Default)]
+pub(crate) struct Sink {
+    active: AtomicBool,
+    ops: Mutex<Option<Vec<Op>>>,
+}
+
+impl Sink {
+    /// Starts taking launches into a new segment.
+    pub(crate) fn open(&self) {
+        let mut ops = lock(&self.ops);
+        *ops = Some(Vec::new());
+        self.active.store(true, Ordering::Release);
+    }
+
+    /// Stops taking launches and hands over what the segment recorded.
+    pub(crate) fn close(&self) -> Option<Vec<Op>> {
+        let mut ops = lock(&self.ops);
+        self.active.store(false, Ordering::Release);
+        ops.take()
+    }
+
+    /// Stops taking launches for a while (a foreign section, during which
+    /// the stream itself captures), keeping what was recorded.
+    pub(crate) fn pause(&self) {
+        let _ops = lock(&self.ops);
+        self.active.store(false, Ordering::Release);
+    }
+
+    /// Takes launches again after [`Sink::pause`] (no-op when closed).
+    pub(crate) fn resume(&self) {
+        let ops = lock(&self.ops);
+        self.active.store(ops.is_some(), Ordering::Release);
+    }
+
+    /// Whether launches are taken now (a hint; [`Sink::push`] decides).
+    #[inline]
+    pub(crate) fn is_active(&self) -> bool {
+        self.active.load(Ordering::Acquire)
+    }
+
+    /// Records `op` if launches are taken now: `false` when not (the
+    /// caller enqueues the work eagerly; `op` is dropped).
+    pub(crate) fn push(&self, op: Op) -> bool {
+        let mut ops = lock(&self.ops);
+        match ops.as_mut() {
+            Some(v) if self.active.load(Ordering::Acquire) => {
+                v.push(op);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Records `op` even while paused (the end of a foreign section);
+    /// `false` (and `op` dropped) when the segment is closed.
+    pub(crate) fn push_paused(&self, op: Op) -> bool {
+        match lock(&self.ops).as_mut() {
+            Some(v) => {
+                v.push(op);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// A graph built from ops, and the node each op became.
+pub(crate) struct Built {
+    pub(crate) graph: CUgraph,
+    pub(crate) nodes: Vec<CUgraphNode>,
+}
+
+/// Builds `ops` into a new graph of `ctx` (see the module docs). Child ops
+/// are copied into it and their graphs destroyed. On error nothing is left.
+pub(crate) fn materialize(ctx: &Context, ops: &mut [Op]) -> Result<Built> {
+    let d = crate::driver::driver()?;
+    let programmatic = d.has_programmatic_edges();
+    let raw_ctx = ctx.raw_context();
+    ctx.bound(|d| {
+        let mut graph: CUgraph = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; flags must be 0.
+        crate::driver::check("cuGraphCreate", unsafe { (d.cuGraphCreate)(&mut graph, 0) })?;
+        let mut nodes = Vec::with_capacity(ops.len());
+        let (mut from, mut to, mut data) = (Vec::new(), Vec::new(), Vec::new());
+        let built = (|| {
+            let mut prev: Option<(CUgraphNode, bool)> = None;
+            for op in ops.iter_mut() {
+                let dep = prev.map(|(n, _)| n);
+                let node = match op {
+                    Op::Kernel { spec, .. } => {
+                        let edge = prev.and_then(|(_, k)| programmatic_edge(spec.pdl, k, programmatic));
+                        let deps: &[CUgraphNode] = match (dep.as_ref(), edge) {
+                            (Some(n), None) => std::slice::from_ref(n),
+                            _ => &[],
+                        };
+                        // SAFETY: our live graph, bound here; `deps` its
+                        // nodes; the launch was checked when recorded.
+                        let node = unsafe { add_kernel_node(d, graph, deps, spec) }?;
+                        if let (Some(e), Some(n)) = (edge, dep) {
+                            from.push(n);
+                            to.push(node);
+                            data.push(e);
+                        }
+                        node
+                    }
+                    Op::Memset(m) => {
+                        let deps: &[CUgraphNode] = dep.as_slice();
+                        // SAFETY: our live graph and its nodes; the range
+                        // lies inside memory of this context (checked when
+                        // recorded).
+                        unsafe { add_memset_node(d, graph, deps, m, raw_ctx) }?
+                    }
+                    Op::Child(child) => {
+                        let deps: &[CUgraphNode] = dep.as_slice();
+                        let Some(c) = child.as_ref() else {
+                            return Err(crate::error::Error::invalid("a recorded foreign section was built already"));
+                        };
+                        // SAFETY: two live graphs of this context; the
+                        // child is copied.
+                        let node = unsafe { add_child_node(d, graph, deps, c.graph) }?;
+                        *child = None;
+                        node
+                    }
+                };
+                nodes.push(node);
+                prev = Some((node, op.is_kernel()));
+            }
+            // SAFETY: our live graph and its nodes.
+            unsafe { add_edges(d, graph, &from, &to, &data) }
+        })();
+        match built {
+            Ok(()) => Ok(Built { graph, nodes }),
+            Err(e) => {
+                // SAFETY: the graph made above, destroyed once.
+                unsafe { (d.cuGraphDestroy)(graph) };
+                Err(e)
+            }
+        }
+    })
+}
+
+/// What an executable graph built from ops keeps: the node of each op in
+/// its source graph and the parameters it was last given. The ops also
+/// keep user kernels' modules loaded while the graph lives.
+pub(crate) struct BuiltNodes {
+    nodes: Vec<CUgraphNode>,
+    ops: Vec<Op>,
+}
+
+// SAFETY: node handles are driver handles; see `Op`.
+unsafe impl Send for BuiltNodes {}
+// SAFETY: never mutated through a shared reference.
+unsafe impl Sync for BuiltNodes {}
+
+impl BuiltNodes {
+    pub(crate) fn new(nodes: Vec<CUgraphNode>, ops: Vec<Op>) -> BuiltNodes {
+        BuiltNodes { nodes, ops }
+    }
+
+    /// Whether `new` can be applied node by node: as many ops, each of the
+    /// same kind and shape (a kernel of the same function and PDL, a
+    /// memset of the same size), and no foreign section (child graphs are
+    /// updated through `cuGraphExecUpdate`).
+    pub(crate) fn accepts(&self, new: &[Op]) -> bool {
+        self.nodes.len() == self.ops.len()
+            && self.ops.len() == new.len()
+            && self.ops.iter().zip(new).all(|(a, b)| a.same_shape(b))
+    }
+
+    /// Applies `new` (which [`BuiltNodes::accepts`]) to `exec`, node by
+    /// node: only changed nodes make a driver call. Returns the calls made.
+    /// On error the nodes set so far keep their new parameters (and are
+    /// known to), the rest their old ones.
+    pub(crate) fn update(&mut self, ctx: &Context, exec: CUgraphExec, new: Vec<Op>) -> Result<usize> {
+        let raw_ctx = ctx.raw_context();
+        let mut calls = 0usize;
+        let changed = self.ops.iter().zip(&new).any(|(a, b)| !same_params(a, b));
+        if !changed {
+            self.ops = new;
+            return Ok(0);
+        }
+        let (nodes, ops) = (&self.nodes, &mut self.ops);
+        ctx.bound(|d| {
+            for ((old, new), &node) in ops.iter_mut().zip(new).zip(nodes) {
+                match (&*old, &new) {
+                    (Op::Kernel { spec: a, .. }, Op::Kernel { spec: b, .. }) => {
+                        // SAFETY: our live executable (its owner holds it
+                        // mutably), bound here; `node` a kernel node of its
+                        // source; the launch was checked when recorded.
+                        let called = unsafe { update_kernel_node(d, exec, node, a, b) }?;
+                        calls += usize::from(called);
+                    }
+                    (Op::Memset(a), Op::Memset(b)) if a != b => {
+                        // SAFETY: as above, for a memset node of this context.
+                        unsafe { update_memset_node(d, exec, node, b, raw_ctx) }?;
+                        calls += 1;
+                    }
+                    _ => {}
+                }
+                *old = new;
+            }
+            Ok(())
+        })?;
+        Ok(calls)
+    }
+
+    /// Takes the ops of a whole-graph update (`cuGraphExecUpdate`), which
+    /// keeps the executable's nodes: same count and order, new parameters.
+    pub(crate) fn replace_ops(&mut self, new: Vec<Op>) {
+        self.ops = new;
+    }
+}
+
+/// Whether two ops of the same shape have equal parameters.
+fn same_params(a: &Op, b: &Op) -> bool {
+    match (a, b) {
+        (Op::Kernel { spec: x, .. }, Op::Kernel { spec: y, .. }) => x == y,
+        (Op::Memset(x), Op::Memset(y)) => x == y,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::module::LaunchConfig;
+
+    fn kernel(func: usize, a: u64, pdl: bool) -> Op {
+        let cfg = LaunchConfig { grid: (4, 1, 1), block: (256, 1, 1), shared_mem_bytes: 0 };
+        Op::Kernel { spec: LaunchSpec::of_words(func as CUfunction, cfg, &[a, 2, 3, 1024], pdl), _module: None }
+    }
+
+    fn memset(dst: u64, count: usize) -> Op {
+        Op::Memset(MemsetRaw { dst, value: 0, element_size: 1, count })
+    }
+
+    #[test]
+    fn the_sink_takes_launches_only_while_open_and_not_paused() {
+        let sink = Sink::default();
+        assert!(!sink.is_active());
+        assert!(!sink.push(memset(0x10, 4)), "closed: the launch runs eagerly");
+        sink.open();
+        assert!(sink.is_active());
+        assert!(sink.push(memset(0x10, 4)));
+        sink.pause();
+        assert!(!sink.is_active());
+        assert!(!sink.push(memset(0x20, 4)), "paused: eager");
+        assert!(sink.push_paused(memset(0x30, 4)), "a foreign section's end still records");
+        sink.resume();
+        assert!(sink.push(memset(0x40, 4)));
+        let ops = sink.close().expect("open");
+        let dsts: Vec<u64> = ops
+            .iter()
+            .map(|o| match o {
+                Op::Memset(m) => m.dst,
+                _ => 0,
+            })
+            .collect();
+        assert_eq!(dsts, [0x10, 0x30, 0x40]);
+        assert!(!sink.is_active());
+        sink.resume();
+        assert!(!sink.is_active(), "resume after close does not reopen");
+        assert!(!sink.push_paused(memset(0x50, 4)));
+        assert!(sink.close().is_none());
+    }
+
+    #[test]
+    fn launches_from_many_threads_are_all_recorded_once() {
+        let sink = Arc::new(Sink::default());
+        sink.open();
+        let threads: Vec<_> = (0..4u64)
+            .map(|t| {
+                let sink = Arc::clone(&sink);
+                std::thread::spawn(move || {
+                    for i in 0..25u64 {
+                        assert!(sink.push(memset(t * 1000 + i, 1)));
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("joined");
+        }
+        let mut dsts: Vec<u64> = sink
+            .close()
+            .expect("open")
+            .iter()
+            .map(|o| match o {
+                Op::Memset(m) => m.dst,
+                _ => u64::MAX,
+            })
+            .collect();
+        dsts.sort_unstable();
+        let mut want: Vec<u64> = (0..4u64).flat_map(|t| (0..25u64).map(move |i| t * 1000 + i)).collect();
+        want.sort_unstable();
+        assert_eq!(dsts, want);
+    }
+
+    #[test]
+    fn node_updates_need_the_same_shape() {
+        let old = BuiltNodes::new(
+            vec![std::ptr::null_mut(); 3],
+            vec![kernel(1, 0, true), memset(8, 16), kernel(2, 0, false)],
+        );
+        assert!(old.accepts(&[kernel(1, 99, true), memset(64, 16), kernel(2, 5, false)]), "new arguments");
+        assert!(!old.accepts(&[kernel(1, 0, true), memset(8, 16)]), "fewer ops");
+        assert!(!old.accepts(&[kernel(1, 0, false), memset(8, 16), kernel(2, 0, false)]), "PDL changed");
+        assert!(!old.accepts(&[kernel(3, 0, true), memset(8, 16), kernel(2, 0, false)]), "another function");
+        assert!(!old.accepts(&[kernel(1, 0, true), memset(8, 17), kernel(2, 0, false)]), "another memset size");
+        assert!(!old.accepts(&[kernel(1, 0, true), Op::Child(None), kernel(2, 0, false)]), "a foreign section");
+        assert!(same_params(&kernel(1, 7, true), &kernel(1, 7, true)));
+        assert!(!same_params(&kernel(1, 7, true), &kernel(1, 8, true)));
+        assert!(!same_params(&memset(8, 16), &memset(9, 16)));
+    }
+}
