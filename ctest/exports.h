@@ -65,7 +65,7 @@ typedef struct {
     uint64_t dptr;                      /* an address inside a live device buffer (for wrap) */
     void **args;                        /* valid arguments of KERNEL (scale_f32) */
     size_t nargs;
-    int callbacks;                      /* break/record functions run */
+    int callbacks;                      /* break/record/foreign functions run */
     int updated;
     fc_graph_cache_stats stats;
 } ct_handles;
@@ -102,6 +102,45 @@ static inline int ct_st_break(ct_handles *h)
     int before = h->callbacks;
     int rc = fc_graph_break_ctx(CTX, ct_counting_break, h);
     return rc != FC_OK && h->callbacks != before ? ST_CALLBACK_RAN : rc;
+}
+
+static int ct_counting_foreign(void *stream, void *user)
+{
+    (void)stream;
+    ((ct_handles *)user)->callbacks++;
+    return 0;
+}
+
+#define CT_UNWRITTEN ((void *)(uintptr_t)0x5e17) /* what a refused call must leave in an out-pointer */
+
+/* fc_graph_foreign_begin_ctx: a refused begin writes no stream (a section
+ * it opens is ended again). */
+static inline int ct_st_foreign_begin(ct_handles *h)
+{
+    void *stream = CT_UNWRITTEN;
+    int rc = fc_graph_foreign_begin_ctx(CTX, FC_CAPTURE_MODE_THREAD_LOCAL, &stream);
+    if (rc == FC_OK) {
+        (void)fc_graph_foreign_end_ctx(CTX);
+        return rc;
+    }
+    return stream == CT_UNWRITTEN ? rc : ST_WRONG_FALLBACK;
+}
+
+/* fc_graph_record_foreign_ctx: a refused section runs no function. */
+static inline int ct_st_record_foreign(ct_handles *h)
+{
+    int before = h->callbacks;
+    int rc = fc_graph_record_foreign_ctx(CTX, FC_CAPTURE_MODE_THREAD_LOCAL, ct_counting_foreign, h);
+    return rc != FC_OK && h->callbacks != before ? ST_CALLBACK_RAN : rc;
+}
+
+/* fc_graph_end_update_ex_ctx: a refused update writes none of its outputs. */
+static inline int ct_st_end_update_ex(ct_handles *h)
+{
+    int updated = -7, instantiated = -7, node_calls = -7;
+    int rc = fc_graph_end_update_ex_ctx(CTX, GRAPH, &updated, &instantiated, &node_calls);
+    if (rc != FC_OK && (updated != -7 || instantiated != -7 || node_calls != -7)) return ST_WRONG_FALLBACK;
+    return rc;
 }
 
 /* fc_graph_capture_ctx: a refused capture runs no recording and writes no graph. */
@@ -198,6 +237,7 @@ static inline int ct_st_mem_info(ct_handles *h)
     CT_EXPORT(fc_graph_end_ctx, ST_NEW(fc_graph_end_ctx(CTX)), CT_P(CT_S_CTX, "ctx"))                             \
     CT_EXPORT(fc_graph_end_update_ctx, fc_graph_end_update_ctx(CTX, GRAPH, &h->updated), CT_P(CT_S_CTX, "ctx"),   \
               CT_P(CT_S_GRAPH, "graph"))                                                                           \
+    CT_EXPORT(fc_graph_end_update_ex_ctx, ct_st_end_update_ex(h), CT_P(CT_S_CTX, "ctx"), CT_P(CT_S_GRAPH, "graph")) \
     CT_EXPORT(fc_graph_abort_ctx, fc_graph_abort_ctx(CTX), CT_P(CT_S_CTX, "ctx"))                                 \
     CT_EXPORT(fc_graph_is_capturing_ctx, ST_VALUE(fc_graph_is_capturing_ctx(CTX) == 0), CT_P(CT_S_CTX, "ctx"))    \
     CT_EXPORT(fc_graph_break_ctx, ct_st_break(h), CT_P(CT_S_CTX, "ctx"))                                          \
@@ -211,6 +251,12 @@ static inline int ct_st_mem_info(ct_handles *h)
     CT_EXPORT(fc_graph_segment_node_count, ST_VALUE(fc_graph_segment_node_count(GRAPH, 0) == 0),                  \
               CT_P(CT_S_GRAPH, "graph"))                                                                           \
     CT_EXPORT(fc_graph_debug_dot, fc_graph_debug_dot(GRAPH, CT_DOT_PATH), CT_P(CT_S_GRAPH, "graph"))              \
+    CT_EXPORT(fc_ctx_set_recording_mode, fc_ctx_set_recording_mode(CTX, FC_RECORDING_AUTO), CT_P(CT_S_CTX, "ctx")) \
+    CT_EXPORT(fc_ctx_recording_mode, ST_VALUE(fc_ctx_recording_mode(CTX) == -1), CT_P(CT_S_CTX, "ctx"))           \
+    CT_EXPORT(fc_graph_builds_ctx, ST_VALUE(fc_graph_builds_ctx(CTX) == -1), CT_P(CT_S_CTX, "ctx"))               \
+    CT_EXPORT(fc_graph_foreign_begin_ctx, ct_st_foreign_begin(h), CT_P(CT_S_CTX, "ctx"))                          \
+    CT_EXPORT(fc_graph_foreign_end_ctx, fc_graph_foreign_end_ctx(CTX), CT_P(CT_S_CTX, "ctx"))                     \
+    CT_EXPORT(fc_graph_record_foreign_ctx, ct_st_record_foreign(h), CT_P(CT_S_CTX, "ctx"))                        \
     CT_EXPORT(fc_buckets_ladder, CT_NO_HANDLES, CT_NONE)                                                           \
     CT_EXPORT(fc_buckets_from_list, CT_NO_HANDLES, CT_NONE)                                                        \
     CT_EXPORT(fc_buckets_free, ST_VOID(fc_buckets_free(BUCKETS)), CT_P(CT_S_BUCKETS, "buckets"))                  \

@@ -21,7 +21,9 @@
  *                  memory, capture calls in the wrong order;
  *   scenarios      capture rules inside break and record functions, calls
  *                  from other threads during a capture, stale handles after
- *                  slot reuse, a dead context handle inside a break.
+ *                  slot reuse, a dead context handle inside a break, foreign
+ *                  sections in the wrong order, on other threads, around
+ *                  breaks and failing functions, in each recording mode.
  * The last lines print the number of cases.
  */
 #ifndef _GNU_SOURCE
@@ -370,7 +372,8 @@ static void handle_sweep(fc_cuda_ctx *unused)
                     else
                         snprintf(problem, sizeof problem, "not a handle made by this library");
                 }
-                int ends = !strcmp(x->name, "fc_graph_end_update_ctx") && slot == CT_S_GRAPH;
+                int ends = slot == CT_S_GRAPH && (!strcmp(x->name, "fc_graph_end_update_ctx") ||
+                                                  !strcmp(x->name, "fc_graph_end_update_ex_ctx"));
                 for (int capturing = 0; capturing < 2; capturing++) {
                     sweep_call run = c; /* the call may update its copy (counters, outputs) */
                     run_case(name, capturing, ends, call_sweep, &run, code, code == FC_OK ? NULL : kw,
@@ -726,8 +729,57 @@ static int end_update(fc_cuda_ctx *ctx, fc_graph *g)
     return rc != FC_OK && updated != -7 ? ST_WRONG_FALLBACK : rc;
 }
 
+/* fc_graph_end_update_ex_ctx; a refused call must write no output. */
+static int end_update_ex(fc_cuda_ctx *ctx, fc_graph *g)
+{
+    int updated = -7, instantiated = -7, node_calls = -7;
+    int rc = fc_graph_end_update_ex_ctx(ctx, g, &updated, &instantiated, &node_calls);
+    return rc != FC_OK && (updated != -7 || instantiated != -7 || node_calls != -7) ? ST_WRONG_FALLBACK : rc;
+}
+
+/* fc_ctx_set_recording_mode; a refused call must leave the mode alone. */
+static int set_recording_mode(fc_cuda_ctx *ctx, int mode)
+{
+    int before = fc_ctx_recording_mode(ctx);
+    fc_clear_last_error();
+    int rc = fc_ctx_set_recording_mode(ctx, mode);
+    return rc != FC_OK && fc_ctx_recording_mode(ctx) != before ? ST_WRONG_FALLBACK : rc;
+}
+
+/* fc_graph_foreign_begin_ctx; a refused begin must write no stream, a
+ * section it opens is ended again. */
+static int foreign_begin(fc_cuda_ctx *ctx, int mode)
+{
+    void *stream = CT_UNWRITTEN;
+    int rc = fc_graph_foreign_begin_ctx(ctx, mode, &stream);
+    if (rc == FC_OK) {
+        (void)fc_graph_foreign_end_ctx(ctx);
+        return stream && stream != CT_UNWRITTEN ? rc : ST_WRONG_FALLBACK;
+    }
+    return stream == CT_UNWRITTEN ? rc : ST_WRONG_FALLBACK;
+}
+
+static int foreign_calls; /* calls of counting_foreign */
+
+static int counting_foreign(void *stream, void *user)
+{
+    (void)stream;
+    (void)user;
+    foreign_calls++;
+    return 0;
+}
+
+/* fc_graph_record_foreign_ctx; a refused section must call nothing. */
+static int record_foreign(fc_cuda_ctx *ctx, int mode, fc_foreign_fn fn)
+{
+    int before = foreign_calls;
+    int rc = fc_graph_record_foreign_ctx(ctx, mode, fn, NULL);
+    return rc != FC_OK && foreign_calls != before ? ST_CALLBACK_RAN : rc;
+}
+
 #define TL FC_CAPTURE_MODE_THREAD_LOCAL
 #define KW_MODE "unknown capture mode"
+#define KW_REC_MODE "unknown recording mode"
 
 /* clang-format off */
 #define MODE_ROWS(X)                                                                                              \
@@ -744,6 +796,15 @@ static int end_update(fc_cuda_ctx *ctx, fc_graph *g)
     X(capture_minus_1_tries, W_BOTH, FC_ERR_INVALID_ARGUMENT, "max_tries", capture(P0.ctx, TL, record_add, -1))   \
     X(capture_INT_MIN_tries, W_BOTH, FC_ERR_INVALID_ARGUMENT, "max_tries", capture(P0.ctx, TL, record_add, INT_MIN)) \
     X(break_NULL_fn, W_BOTH, FC_ERR_INVALID_ARGUMENT, "fn is NULL", fc_graph_break_ctx(P0.ctx, NULL, NULL))       \
+    X(recording_mode_3, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_REC_MODE, set_recording_mode(P0.ctx, 3))             \
+    X(recording_mode_minus_1, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_REC_MODE, set_recording_mode(P0.ctx, -1))      \
+    X(recording_mode_INT_MIN, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_REC_MODE, set_recording_mode(P0.ctx, INT_MIN)) \
+    X(recording_mode_INT_MAX, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_REC_MODE, set_recording_mode(P0.ctx, INT_MAX)) \
+    X(foreign_begin_mode_3, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_MODE, foreign_begin(P0.ctx, 3))                   \
+    X(foreign_begin_mode_minus_1, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_MODE, foreign_begin(P0.ctx, -1))            \
+    X(record_foreign_mode_INT_MIN, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_MODE,                                     \
+      record_foreign(P0.ctx, INT_MIN, counting_foreign))                                                          \
+    X(record_foreign_NULL_fn, W_BOTH, FC_ERR_INVALID_ARGUMENT, "fn is NULL", record_foreign(P0.ctx, TL, NULL))    \
     X(capture_on_isolated_context_works, W_BOTH, FC_OK, NULL, capture(ISO.ctx, TL, record_add_iso, 1))
 /* clang-format on */
 
@@ -764,6 +825,15 @@ DEFINE_ROWS(modes, MODE_ROWS)
 #define ORDER_ROWS(X)                                                                                             \
     X(end_without_begin, W_IDLE, FC_ERR_CAPTURE_STATE, KW_NO_CAPTURE, ST_NEW(fc_graph_end_ctx(P0.ctx)))           \
     X(abort_without_begin, W_IDLE, FC_ERR_CAPTURE_STATE, KW_NO_CAPTURE, fc_graph_abort_ctx(P0.ctx))               \
+    X(foreign_begin_without_begin, W_IDLE, FC_ERR_CAPTURE_STATE, KW_NO_CAPTURE, foreign_begin(P0.ctx, TL))        \
+    X(foreign_end_without_begin, W_IDLE, FC_ERR_CAPTURE_STATE, KW_NO_CAPTURE, fc_graph_foreign_end_ctx(P0.ctx))   \
+    X(record_foreign_without_begin, W_IDLE, FC_ERR_CAPTURE_STATE, KW_NO_CAPTURE,                                 \
+      record_foreign(P0.ctx, TL, counting_foreign))                                                               \
+    X(end_update_ex_without_begin, W_IDLE, FC_ERR_CAPTURE_STATE, KW_NO_CAPTURE, end_update_ex(P0.ctx, P0.graph))  \
+    X(end_update_ex_NULL_graph, W_CAPTURING | W_ENDS, FC_ERR_INVALID_ARGUMENT, "graph is NULL",                  \
+      end_update_ex(P0.ctx, NULL))                                                                                \
+    X(end_update_ex_buffer_as_graph, W_CAPTURING | W_ENDS, FC_ERR_INVALID_HANDLE, "not an fc_graph",             \
+      end_update_ex(P0.ctx, (fc_graph *)P0.a))                                                                    \
     X(end_update_without_begin, W_IDLE, FC_ERR_CAPTURE_STATE, KW_NO_CAPTURE, end_update(P0.ctx, P0.graph))        \
     X(end_update_NULL_graph_without_begin, W_IDLE, FC_ERR_INVALID_ARGUMENT, "graph is NULL", end_update(P0.ctx, NULL)) \
     X(end_update_freed_graph_without_begin, W_IDLE, FC_ERR_INVALID_HANDLE, "already freed",                      \
@@ -1235,6 +1305,187 @@ static void threads_during_a_capture(fc_cuda_ctx *unused)
     EXPECT_TRUE("contexts usable afterwards", all_usable(why, sizeof why), "%s", why);
 }
 
+/* ---- foreign sections ---- */
+
+#define KW_NO_SECTION "no foreign section is open"
+#define KW_SECTION_OPEN "foreign section is already open"
+
+static int counting_break(fc_cuda_ctx *ctx, void *live, void *user)
+{
+    (void)ctx;
+    (void)live;
+    (*(int *)user)++;
+    return 0;
+}
+
+static int foreign_fails(void *stream, void *user)
+{
+    (void)stream;
+    (void)user;
+    return 5;
+}
+
+/* Library work inside the section: recorded in it, in order. */
+static int foreign_adds(void *stream, void *user)
+{
+    (void)stream;
+    (void)user;
+    return fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N);
+}
+
+/* A break inside the section: refused (returns its status). */
+static int foreign_breaks(void *stream, void *user)
+{
+    (void)stream;
+    return fc_graph_break_ctx(P0.ctx, counting_break, user);
+}
+
+/* Another thread's calls on the main thread's open section. */
+typedef struct {
+    int relaxed; /* the section is RELAXED: its end succeeds here */
+} section_thread;
+
+static void *section_thread_main(void *p)
+{
+    const section_thread *t = (const section_thread *)p;
+    if (t->relaxed) {
+        EXPECT("end a RELAXED section on another thread", fc_graph_foreign_end_ctx(P0.ctx), FC_OK, NULL);
+        return NULL;
+    }
+    EXPECT("end a THREAD_LOCAL section on another thread", fc_graph_foreign_end_ctx(P0.ctx), FC_ERR_CAPTURE_STATE,
+           "only that thread can end it");
+    EXPECT("end its THREAD_LOCAL recording on another thread", ST_NEW(fc_graph_end_ctx(P0.ctx)), FC_ERR_CAPTURE_STATE,
+           "opened in THREAD_LOCAL or GLOBAL mode");
+    EXPECT("queue work into the section from another thread", fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N), FC_OK,
+           NULL);
+    return NULL;
+}
+
+static void run_section_thread(int relaxed)
+{
+    section_thread t = {relaxed};
+    pthread_t th;
+    if (pthread_create(&th, NULL, section_thread_main, &t) != 0) {
+        EXPECT_TRUE("pthread_create", 0, "failed");
+        return;
+    }
+    pthread_join(th, NULL);
+}
+
+/* Ends p0's recording: its graph must replay `want` into p0.out. */
+static void end_and_replay(const char *name, float want)
+{
+    fc_clear_last_error();
+    fc_graph *g = fc_graph_end_ctx(P0.ctx);
+    EXPECT_TRUE(name, g && replay_gives(P0.ctx, g, P0.out, want), "%s: %s",
+                g ? "wrong numbers" : "end failed", fc_last_error());
+    fc_graph_free(g);
+}
+
+static void foreign_sections(fc_cuda_ctx *unused)
+{
+    (void)unused;
+    char why[512];
+    void *stream = NULL, *again = CT_UNWRITTEN;
+    int breaks = 0;
+    const int saved = fc_ctx_recording_mode(P0.ctx);
+
+    EXPECT("set FC_RECORDING_BUILD", fc_ctx_set_recording_mode(P0.ctx, FC_RECORDING_BUILD), FC_OK, NULL);
+    EXPECT("it reads back", ST_VALUE(fc_ctx_recording_mode(P0.ctx) == FC_RECORDING_BUILD), FC_OK, NULL);
+    EXPECT("a recording begun now builds", ST_VALUE(fc_graph_builds_ctx(P0.ctx) == 1), FC_OK, NULL);
+
+    /* Wrong order, refusals and threads inside one recording; its graph
+     * must come out right: (1.5 + 2) * 2 = 7. */
+    EXPECT("poison p0.out", fc_buffer_upload(P0.out, host_poison, sizeof host_poison), FC_OK, NULL);
+    EXPECT("begin", fc_graph_begin_ctx(P0.ctx), FC_OK, NULL);
+    EXPECT("the open recording builds", ST_VALUE(fc_graph_builds_ctx(P0.ctx) == 1), FC_OK, NULL);
+    EXPECT("section end without a begin", fc_graph_foreign_end_ctx(P0.ctx), FC_ERR_CAPTURE_STATE, KW_NO_SECTION);
+    EXPECT("section begin", fc_graph_foreign_begin_ctx(P0.ctx, TL, &stream), FC_OK, NULL);
+    EXPECT_TRUE("it gives the stream", stream != NULL, "stream_out = NULL");
+    EXPECT("section begin twice", fc_graph_foreign_begin_ctx(P0.ctx, TL, &again), FC_ERR_CAPTURE_STATE,
+           KW_SECTION_OPEN);
+    EXPECT_TRUE("the refused begin wrote nothing", again == CT_UNWRITTEN, "stream_out = %p", again);
+    EXPECT("record_foreign inside a section", record_foreign(P0.ctx, TL, counting_foreign), FC_ERR_CAPTURE_STATE,
+           KW_SECTION_OPEN);
+    EXPECT("break inside a section", fc_graph_break_ctx(P0.ctx, counting_break, &breaks), FC_ERR_CAPTURE_STATE,
+           "end the foreign section first");
+    EXPECT_TRUE("the refused break ran nothing", breaks == 0, "its function ran %d times", breaks);
+    EXPECT("still recording", ST_VALUE(fc_graph_is_capturing_ctx(P0.ctx) == 1), FC_OK, NULL);
+    EXPECT("mode change while recording", fc_ctx_set_recording_mode(P0.ctx, FC_RECORDING_CAPTURE), FC_OK, NULL);
+    EXPECT("the open recording keeps building", ST_VALUE(fc_graph_builds_ctx(P0.ctx) == 1), FC_OK, NULL);
+    EXPECT("back to FC_RECORDING_BUILD", fc_ctx_set_recording_mode(P0.ctx, FC_RECORDING_BUILD), FC_OK, NULL);
+    run_section_thread(0); /* refused end of section and recording; an add queued into the section */
+    EXPECT("section end on its own thread", fc_graph_foreign_end_ctx(P0.ctx), FC_OK, NULL);
+    EXPECT("section end again", fc_graph_foreign_end_ctx(P0.ctx), FC_ERR_CAPTURE_STATE, KW_NO_SECTION);
+    EXPECT("mul after the section", fc_mul_ctx(P0.ctx, P0.out, P0.b, P0.out, N), FC_OK, NULL);
+    fc_clear_last_error();
+    fc_graph *g = fc_graph_end_ctx(P0.ctx);
+    EXPECT_TRUE("end", g != NULL, "%s", fc_last_error());
+    EXPECT_TRUE("nothing ran while recording", out_is(&P0, ct_from_bits(CT_POISON_BITS)),
+                "p0.out changed before the replay");
+    EXPECT_TRUE("one segment (a section is no break)", g && fc_graph_segment_count(g) == 1, "%d segments",
+                fc_graph_segment_count(g));
+    EXPECT_TRUE("the section's add, then the mul: (1.5 + 2) * 2 = 7", g && replay_gives(P0.ctx, g, P0.out, 7.0f),
+                "wrong numbers");
+    fc_graph_free(g);
+
+    /* The end of a recording ends an open section and keeps its work. */
+    EXPECT("begin (section left open)", fc_graph_begin_ctx(P0.ctx), FC_OK, NULL);
+    EXPECT("section begin, NULL stream_out", fc_graph_foreign_begin_ctx(P0.ctx, TL, NULL), FC_OK, NULL);
+    EXPECT("add in the section", fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N), FC_OK, NULL);
+    end_and_replay("end with the section open keeps its add: 3.5", 3.5f);
+
+    /* A RELAXED section may be ended on another thread. */
+    EXPECT("begin (RELAXED section)", fc_graph_begin_ctx(P0.ctx), FC_OK, NULL);
+    EXPECT("RELAXED section begin", fc_graph_foreign_begin_ctx(P0.ctx, FC_CAPTURE_MODE_RELAXED, NULL), FC_OK, NULL);
+    EXPECT("add in the section", fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N), FC_OK, NULL);
+    run_section_thread(1);
+    EXPECT("mul after it", fc_mul_ctx(P0.ctx, P0.out, P0.b, P0.out, N), FC_OK, NULL);
+    end_and_replay("its graph replays 7", 7.0f);
+
+    /* Abort drops an open section. */
+    EXPECT("begin (aborted)", fc_graph_begin_ctx(P0.ctx), FC_OK, NULL);
+    EXPECT("section begin", fc_graph_foreign_begin_ctx(P0.ctx, TL, NULL), FC_OK, NULL);
+    EXPECT("add in the section", fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N), FC_OK, NULL);
+    EXPECT("abort with the section open", fc_graph_abort_ctx(P0.ctx), FC_OK, NULL);
+    EXPECT("not recording afterwards", ST_VALUE(fc_graph_is_capturing_ctx(P0.ctx) == 0), FC_OK, NULL);
+    EXPECT_TRUE("the stream is out of capture: p0 usable", all_usable(why, sizeof why), "%s", why);
+
+    /* fc_graph_record_foreign_ctx: failing and breaking functions, work. */
+    EXPECT("begin (record_foreign)", fc_graph_begin_ctx(P0.ctx), FC_OK, NULL);
+    EXPECT("a foreign function returning 5", record_foreign(P0.ctx, TL, foreign_fails), FC_ERR_CALLBACK,
+           "foreign function returned 5");
+    EXPECT("its section was ended", fc_graph_foreign_end_ctx(P0.ctx), FC_ERR_CAPTURE_STATE, KW_NO_SECTION);
+    breaks = 0;
+    fc_clear_last_error();
+    int rc = fc_graph_record_foreign_ctx(P0.ctx, TL, foreign_breaks, &breaks);
+    EXPECT_TRUE("a foreign function whose break is refused fails with its status (6)",
+                rc == FC_ERR_CALLBACK && strstr(fc_last_error(), "returned 6") && breaks == 0,
+                "rc %d, break ran %d times, \"%s\"", rc, breaks, fc_last_error());
+    EXPECT("a foreign function queuing an add", record_foreign(P0.ctx, TL, foreign_adds), FC_OK, NULL);
+    EXPECT("mul after it", fc_mul_ctx(P0.ctx, P0.out, P0.b, P0.out, N), FC_OK, NULL);
+    end_and_replay("the recording was not spoiled: 7", 7.0f);
+
+    /* FC_RECORDING_CAPTURE: sections change nothing. */
+    EXPECT("set FC_RECORDING_CAPTURE", fc_ctx_set_recording_mode(P0.ctx, FC_RECORDING_CAPTURE), FC_OK, NULL);
+    EXPECT("a recording begun now captures", ST_VALUE(fc_graph_builds_ctx(P0.ctx) == 0), FC_OK, NULL);
+    EXPECT("begin (captures)", fc_graph_begin_ctx(P0.ctx), FC_OK, NULL);
+    EXPECT("the open recording captures", ST_VALUE(fc_graph_builds_ctx(P0.ctx) == 0), FC_OK, NULL);
+    EXPECT("section end without a begin: nothing to do", fc_graph_foreign_end_ctx(P0.ctx), FC_OK, NULL);
+    stream = NULL;
+    EXPECT("section begin gives the stream", fc_graph_foreign_begin_ctx(P0.ctx, TL, &stream), FC_OK, NULL);
+    EXPECT_TRUE("a stream", stream != NULL, "stream_out = NULL");
+    EXPECT("add", fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N), FC_OK, NULL);
+    EXPECT("section end", fc_graph_foreign_end_ctx(P0.ctx), FC_OK, NULL);
+    EXPECT("mul", fc_mul_ctx(P0.ctx, P0.out, P0.b, P0.out, N), FC_OK, NULL);
+    end_and_replay("its graph replays 7", 7.0f);
+
+    fc_clear_last_error();
+    if (fc_graph_is_capturing_ctx(P0.ctx)) (void)fc_graph_abort_ctx(P0.ctx);
+    EXPECT("restore p0's recording mode", fc_ctx_set_recording_mode(P0.ctx, saved), FC_OK, NULL);
+    EXPECT_TRUE("contexts usable afterwards", all_usable(why, sizeof why), "%s", why);
+}
+
 /* ---- stale handles after their slot is reused ---- */
 
 static void stale_handles(fc_cuda_ctx *unused)
@@ -1414,6 +1665,7 @@ static const ct_case_def cases[] = {
     CT_CASE(capture_rules_inside_breaks),
     CT_CASE(failing_callbacks),
     CT_CASE(threads_during_a_capture),
+    CT_CASE(foreign_sections),
     CT_CASE(stale_handles),
     CT_CASE(freed_context),
     CT_CASE(out_of_memory_recovers),

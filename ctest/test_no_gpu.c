@@ -2,6 +2,8 @@
  * every export with NULL and forged handles, and with a live handle of
  * another kind (token buckets need no GPU); bad device ordinals; token
  * buckets (sizes, double free, use after free); the cache configuration;
+ * recording modes and foreign sections (bad modes, outputs and functions
+ * untouched by refused calls, the handle checked before anything else);
  * the per-thread error slot (fc_last_error, _code, _copy,
  * fc_clear_last_error).
  * It never skips: with or without a driver every case runs (a few cases
@@ -186,6 +188,73 @@ static void cache_config(fc_cuda_ctx *unused)
     EXPECT("new(NULL ctx, defaults)", ST_NEW(fc_graph_cache_new(NULL, &c)), FC_ERR_INVALID_ARGUMENT, "ctx is NULL");
 }
 
+/* A foreign function that counts its calls (none expected here). */
+static int counting_foreign(void *stream, void *user)
+{
+    (void)stream;
+    (*(int *)user)++;
+    return 0;
+}
+
+/* Recording modes, foreign sections and the extended update without a
+ * context: the handle is checked first (a bad mode does not hide it), a
+ * refused call writes no output and calls no function. */
+static void recording_modes(fc_cuda_ctx *unused)
+{
+    (void)unused;
+    fc_cuda_ctx *forged_ctx = (fc_cuda_ctx *)forged[0];
+    const int tl = FC_CAPTURE_MODE_THREAD_LOCAL;
+    EXPECT_TRUE("FC_RECORDING_AUTO, _BUILD, _CAPTURE are 0, 1, 2",
+                FC_RECORDING_AUTO == 0 && FC_RECORDING_BUILD == 1 && FC_RECORDING_CAPTURE == 2, "%d %d %d",
+                FC_RECORDING_AUTO, FC_RECORDING_BUILD, FC_RECORDING_CAPTURE);
+    EXPECT("set_recording_mode(NULL, BUILD)", fc_ctx_set_recording_mode(NULL, FC_RECORDING_BUILD),
+           FC_ERR_INVALID_ARGUMENT, "ctx is NULL");
+    EXPECT("set_recording_mode(NULL, 3): the handle first", fc_ctx_set_recording_mode(NULL, 3),
+           FC_ERR_INVALID_ARGUMENT, "ctx is NULL");
+    EXPECT("set_recording_mode(forged, -1): the handle first", fc_ctx_set_recording_mode(forged_ctx, -1),
+           FC_ERR_INVALID_HANDLE, "not a handle made by this library");
+    EXPECT("recording_mode(NULL) is -1", ST_VALUE(fc_ctx_recording_mode(NULL) == -1), FC_ERR_INVALID_ARGUMENT,
+           "ctx is NULL");
+    EXPECT("recording_mode(forged) is -1", ST_VALUE(fc_ctx_recording_mode(forged_ctx) == -1),
+           FC_ERR_INVALID_HANDLE, "not a handle made by this library");
+    EXPECT("builds(NULL) is -1", ST_VALUE(fc_graph_builds_ctx(NULL) == -1), FC_ERR_INVALID_ARGUMENT, "ctx is NULL");
+    EXPECT("builds(forged) is -1", ST_VALUE(fc_graph_builds_ctx(forged_ctx) == -1), FC_ERR_INVALID_HANDLE,
+           "not a handle made by this library");
+
+    void *stream = CT_UNWRITTEN;
+    EXPECT("foreign_begin(NULL, THREAD_LOCAL, &stream)", fc_graph_foreign_begin_ctx(NULL, tl, &stream),
+           FC_ERR_INVALID_ARGUMENT, "ctx is NULL");
+    EXPECT("foreign_begin(forged, 9, &stream): the handle first", fc_graph_foreign_begin_ctx(forged_ctx, 9, &stream),
+           FC_ERR_INVALID_HANDLE, "not a handle made by this library");
+    EXPECT_TRUE("refused begins write no stream", stream == CT_UNWRITTEN, "stream_out = %p", stream);
+    EXPECT("foreign_begin(NULL, THREAD_LOCAL, NULL)", fc_graph_foreign_begin_ctx(NULL, tl, NULL),
+           FC_ERR_INVALID_ARGUMENT, "ctx is NULL");
+    EXPECT("foreign_end(NULL)", fc_graph_foreign_end_ctx(NULL), FC_ERR_INVALID_ARGUMENT, "ctx is NULL");
+    EXPECT("foreign_end(forged)", fc_graph_foreign_end_ctx(forged_ctx), FC_ERR_INVALID_HANDLE,
+           "not a handle made by this library");
+
+    int calls = 0;
+    EXPECT("record_foreign(NULL, ..., fn)", fc_graph_record_foreign_ctx(NULL, tl, counting_foreign, &calls),
+           FC_ERR_INVALID_ARGUMENT, "ctx is NULL");
+    EXPECT("record_foreign(forged, -1, fn)", fc_graph_record_foreign_ctx(forged_ctx, -1, counting_foreign, &calls),
+           FC_ERR_INVALID_HANDLE, "not a handle made by this library");
+    EXPECT("record_foreign(NULL, ..., NULL fn): the handle first", fc_graph_record_foreign_ctx(NULL, tl, NULL, NULL),
+           FC_ERR_INVALID_ARGUMENT, "ctx is NULL");
+    EXPECT_TRUE("refused sections call no function", calls == 0, "called %d times", calls);
+
+    int updated = -7, instantiated = -7, node_calls = -7;
+    EXPECT("end_update_ex(NULL, NULL, outs)",
+           fc_graph_end_update_ex_ctx(NULL, NULL, &updated, &instantiated, &node_calls), FC_ERR_INVALID_ARGUMENT,
+           "ctx is NULL");
+    EXPECT("end_update_ex(forged, forged, outs)",
+           fc_graph_end_update_ex_ctx(forged_ctx, (fc_graph *)forged[1], &updated, &instantiated, &node_calls),
+           FC_ERR_INVALID_HANDLE, "ctx (0x");
+    EXPECT_TRUE("refused updates write no output", updated == -7 && instantiated == -7 && node_calls == -7,
+                "updated %d, instantiated %d, node_calls %d", updated, instantiated, node_calls);
+    EXPECT("end_update_ex(NULL, NULL, NULL outs)", fc_graph_end_update_ex_ctx(NULL, NULL, NULL, NULL, NULL),
+           FC_ERR_INVALID_ARGUMENT, "ctx is NULL");
+}
+
 static void devices(fc_cuda_ctx *unused)
 {
     (void)unused;
@@ -334,8 +403,8 @@ static void per_thread(fc_cuda_ctx *unused)
 
 static const ct_case_def cases[] = {
     CT_CASE(sweep_null),   CT_CASE(sweep_forged), CT_CASE(sweep_handle_shaped),      CT_CASE(sweep_other_kind),
-    CT_CASE(buckets),      CT_CASE(cache_config), CT_CASE(devices),                  CT_CASE(error_copy),
-    CT_CASE(successes_keep_the_error),            CT_CASE(per_thread),
+    CT_CASE(buckets),      CT_CASE(cache_config), CT_CASE(recording_modes),          CT_CASE(devices),
+    CT_CASE(error_copy),   CT_CASE(successes_keep_the_error),                        CT_CASE(per_thread),
 };
 
 int main(int argc, char **argv)

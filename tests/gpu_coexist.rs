@@ -561,7 +561,9 @@ fn isolated_capture_ignores_foreign_device_sync() -> TestResult {
     chain_cpu(&mut want, &ys, PAIRS);
     assert_exact("isolated graph after foreign syncs", &download(&x, N).map_err(fail)?, &want)?;
 
-    // Control: the very same interference on a primary capture invalidates it.
+    // Control: the very same interference on a primary context's stream
+    // capture invalidates it (built recordings cannot be invalidated).
+    primary.set_recording_mode(RecordingMode::Capture);
     let (px, py, pz) = chain_buffers(&primary, &want, &ys).map_err(fail)?;
     let cap = primary.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
     chain(&primary, &px, &py, &pz, 3).map_err(fail)?;

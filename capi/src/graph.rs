@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::{RwLock, TryLockError};
 
 use ::fc_graph::graph::Graph;
-use ::fc_graph::{CaptureMode, Context, Error, LivePtr, Result};
+use ::fc_graph::{CaptureMode, Context, Error, LivePtr, Result, UpdateReport};
 
 use super::context::ctx;
 use super::handles::{self, handle_kind, Live};
@@ -85,6 +85,41 @@ pub extern "C" fn fc_graph_end_ctx(c: *mut fc_cuda_ctx) -> *mut fc_graph {
     handle_or_null(|| handles::insert(CGraph::new(ctx(c)?.end_held()?, 1)))
 }
 
+/// Ends `c`'s held capture into `g` (see `fc_graph_end_update_ctx`).
+fn end_update(c: *mut fc_cuda_ctx, g: *mut fc_graph) -> Result<UpdateReport> {
+    let c = ctx(c)?;
+    // The stream leaves capture either way, as documented: a bad or busy
+    // graph drops the capture (unless this thread may not end it, which
+    // is then the error: the capture stays open).
+    let leave_capture = |e: Error| -> Error {
+        if !c.held_open() {
+            return e;
+        }
+        match c.abort_held() {
+            Ok(()) => e,
+            Err(Error::CaptureState(refused)) => {
+                Error::CaptureState(format!("{refused}; the graph was refused as well: {e}"))
+            }
+            Err(other) => other,
+        }
+    };
+    let target = graph(g).map_err(leave_capture)?;
+    target.write(|g| c.end_held_update(g)).unwrap_or_else(|| {
+        Err(leave_capture(Error::capture_state("the graph is being launched or updated on another thread")))
+    })
+}
+
+/// Writes `n` (at most `INT_MAX`) to `out` unless it is NULL.
+///
+/// # Safety
+/// `out` is NULL or valid for one write.
+unsafe fn put_count(out: *mut c_int, n: usize) {
+    // SAFETY: NULL or valid for one write, per the contract.
+    if let Some(out) = unsafe { out.as_mut() } {
+        *out = c_int::try_from(n).unwrap_or(c_int::MAX);
+    }
+}
+
 /// `int fc_graph_end_update_ctx(fc_cuda_ctx *ctx, fc_graph *graph, int *updated_in_place)`
 ///
 /// # Safety
@@ -96,29 +131,33 @@ pub unsafe extern "C" fn fc_graph_end_update_ctx(
     updated_in_place: *mut c_int,
 ) -> c_int {
     status(|| {
-        let c = ctx(c)?;
-        // The stream leaves capture either way, as documented: a bad or busy
-        // graph drops the capture (unless this thread may not end it, which
-        // is then the error: the capture stays open).
-        let leave_capture = |e: Error| -> Error {
-            if !c.held_open() {
-                return e;
-            }
-            match c.abort_held() {
-                Ok(()) => e,
-                Err(Error::CaptureState(refused)) => {
-                    Error::CaptureState(format!("{refused}; the graph was refused as well: {e}"))
-                }
-                Err(other) => other,
-            }
-        };
-        let target = graph(g).map_err(leave_capture)?;
-        let report = target.write(|g| c.end_held_update(g)).unwrap_or_else(|| {
-            Err(leave_capture(Error::capture_state("the graph is being launched or updated on another thread")))
-        })?;
+        let report = end_update(c, g)?;
         // SAFETY: NULL or valid for one write, per the contract.
-        if let Some(out) = unsafe { updated_in_place.as_mut() } {
-            *out = c_int::try_from(report.updated).unwrap_or(c_int::MAX);
+        unsafe { put_count(updated_in_place, report.updated) };
+        Ok(())
+    })
+}
+
+/// `int fc_graph_end_update_ex_ctx(fc_cuda_ctx *ctx, fc_graph *graph, int *updated_in_place, int *instantiated, int *node_calls)`
+///
+/// # Safety
+/// Each of `updated_in_place`, `instantiated` and `node_calls` is NULL or
+/// valid for one write (they may alias: each is written in turn).
+#[no_mangle]
+pub unsafe extern "C" fn fc_graph_end_update_ex_ctx(
+    c: *mut fc_cuda_ctx,
+    g: *mut fc_graph,
+    updated_in_place: *mut c_int,
+    instantiated: *mut c_int,
+    node_calls: *mut c_int,
+) -> c_int {
+    status(|| {
+        let report = end_update(c, g)?;
+        // SAFETY: each NULL or valid for one write, per the contract.
+        unsafe {
+            put_count(updated_in_place, report.updated);
+            put_count(instantiated, report.instantiated);
+            put_count(node_calls, report.node_calls);
         }
         Ok(())
     })
@@ -138,15 +177,15 @@ pub extern "C" fn fc_graph_is_capturing_ctx(c: *const fc_cuda_ctx) -> c_int {
 
 /// A C function pointer with the `user` value it was registered with.
 #[derive(Clone, Copy)]
-struct CCallback<F> {
-    f: F,
-    user: *mut c_void,
-    /// The context handle the function receives back.
-    ctx: *mut fc_cuda_ctx,
+pub(crate) struct CCallback<F> {
+    pub(crate) f: F,
+    pub(crate) user: *mut c_void,
+    /// The context handle the function receives back (where it does).
+    pub(crate) ctx: *mut fc_cuda_ctx,
 }
 
-// SAFETY: the header requires C break and record functions, with their
-// `user` pointers, to be callable from whichever thread replays or records;
+// SAFETY: the header requires C break, record and foreign functions, with
+// their `user` pointers, to be callable from whichever thread replays or records;
 // the context handle is a number, not an address.
 unsafe impl<F> Send for CCallback<F> {}
 // SAFETY: as above; the fields are only read.
@@ -171,7 +210,8 @@ impl CCallback<RecordFnPtr> {
     }
 }
 
-fn returned(what: &str, rc: c_int) -> Result<()> {
+/// `Ok` for a C function's 0, else [`Error::Callback`] naming `what`.
+pub(crate) fn returned(what: &str, rc: c_int) -> Result<()> {
     match rc {
         0 => Ok(()),
         rc => Err(Error::Callback(format!("{what} returned {rc}"))),

@@ -24,6 +24,9 @@ pub const FC_ISOLATION_GREEN: u32 = 1;
 pub const FC_ISOLATION_PRIVATE: u32 = 2;
 pub const FC_LAUNCH_PDL: u32 = 1;
 pub const FC_LAUNCH_PLAIN: u32 = 2;
+pub const FC_RECORDING_AUTO: u32 = 0;
+pub const FC_RECORDING_BUILD: u32 = 1;
+pub const FC_RECORDING_CAPTURE: u32 = 2;
 pub const FC_CACHE_HIT: u32 = 0;
 pub const FC_CACHE_CAPTURED: u32 = 1;
 pub const FC_CACHE_WARMED_UP: u32 = 2;
@@ -267,6 +270,15 @@ unsafe extern "C" {
     ) -> ::std::os::raw::c_int;
 }
 unsafe extern "C" {
+    pub fn fc_graph_end_update_ex_ctx(
+        ctx: *mut fc_cuda_ctx,
+        graph: *mut fc_graph,
+        updated_in_place: *mut ::std::os::raw::c_int,
+        instantiated: *mut ::std::os::raw::c_int,
+        node_calls: *mut ::std::os::raw::c_int,
+    ) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
     pub fn fc_graph_abort_ctx(ctx: *mut fc_cuda_ctx) -> ::std::os::raw::c_int;
 }
 unsafe extern "C" {
@@ -313,6 +325,39 @@ unsafe extern "C" {
 }
 unsafe extern "C" {
     pub fn fc_graph_free(graph: *mut fc_graph);
+}
+unsafe extern "C" {
+    pub fn fc_ctx_set_recording_mode(ctx: *mut fc_cuda_ctx, mode: ::std::os::raw::c_int) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
+    pub fn fc_ctx_recording_mode(ctx: *const fc_cuda_ctx) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
+    pub fn fc_graph_builds_ctx(ctx: *const fc_cuda_ctx) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
+    pub fn fc_graph_foreign_begin_ctx(
+        ctx: *mut fc_cuda_ctx,
+        mode: ::std::os::raw::c_int,
+        stream_out: *mut *mut ::std::os::raw::c_void,
+    ) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
+    pub fn fc_graph_foreign_end_ctx(ctx: *mut fc_cuda_ctx) -> ::std::os::raw::c_int;
+}
+pub type fc_foreign_fn = ::std::option::Option<
+    unsafe extern "C" fn(
+        stream: *mut ::std::os::raw::c_void,
+        user: *mut ::std::os::raw::c_void,
+    ) -> ::std::os::raw::c_int,
+>;
+unsafe extern "C" {
+    pub fn fc_graph_record_foreign_ctx(
+        ctx: *mut fc_cuda_ctx,
+        mode: ::std::os::raw::c_int,
+        fn_: fc_foreign_fn,
+        user: *mut ::std::os::raw::c_void,
+    ) -> ::std::os::raw::c_int;
 }
 unsafe extern "C" {
     pub fn fc_graph_node_count(graph: *const fc_graph) -> usize;

@@ -24,6 +24,7 @@ mod hazard;
 mod info;
 mod kernel;
 mod last_error;
+mod recording;
 
 pub use buckets::*;
 pub use buffer::*;
@@ -32,6 +33,7 @@ pub use context::*;
 pub use graph::*;
 pub use info::*;
 pub use kernel::*;
+pub use recording::*;
 
 /// The header's declarations: bindgen's translation of
 /// `include/cuda/fc_cuda.h`, committed as `src/header_bindings.rs` and
@@ -52,7 +54,7 @@ mod header_check {
 pub const HEADER_FUNCTION_COUNT: usize = header_check::HEADER_FUNCTIONS;
 
 pub use header::{
-    fc_break_fn, fc_buckets, fc_buffer, fc_cuda_ctx, fc_graph, fc_graph_cache, fc_graph_cache_config,
+    fc_break_fn, fc_buckets, fc_buffer, fc_cuda_ctx, fc_foreign_fn, fc_graph, fc_graph_cache, fc_graph_cache_config,
     fc_graph_cache_stats, fc_kernel, fc_module, fc_record_fn,
 };
 

@@ -8,10 +8,13 @@
  *     cudaStreamCaptureModeGlobal)), instantiate, launch, stream sync,
  *   - a copy back and a check of the iteration's result,
  * counting every call that fails. Meanwhile the main thread runs the fc
- * side (fc_side.c) in each configuration: primary-plain, primary-retry,
- * isolated. One summary line per configuration (fc_side_report); exit
- * status 0 when every configuration's required results hold, 1 otherwise,
- * 2 for bad arguments or a failed start.
+ * side (fc_side.c) in each configuration asked for (default: primary-plain,
+ * primary-retry, isolated; also primary-capture, which needs
+ * FC_RECORDING=capture in the environment, the library reading it once per
+ * process, and isolated-cublas). One summary line per configuration
+ * (fc_side_report); exit status 0 when no configuration FAILed (PASS, SKIP
+ * and the control's INFO do not), 1 otherwise, 2 for bad arguments or a
+ * failed start.
  *
  *   foreign_cudart [--device D] [--iters N] [--max-tries T] [--max-seconds S]
  *                  [--config NAME]... [--reps R] [--elements E] [--pause-us U]
@@ -170,7 +173,9 @@ static void usage(const char *prog)
     fprintf(stderr,
             "usage: %s [--device D] [--iters N] [--max-tries T] [--max-seconds S] [--config NAME]...\n"
             "          [--reps R] [--elements E] [--pause-us U]\n"
-            "configs: primary-plain primary-retry isolated (default: all three, in that order)\n",
+            "configs: primary-plain primary-retry isolated primary-capture isolated-cublas\n"
+            "         (default: primary-plain primary-retry isolated, in that order; primary-capture\n"
+            "         needs FC_RECORDING=capture in the environment)\n",
             prog);
 }
 
@@ -217,9 +222,11 @@ int main(int argc, char **argv)
         usage(argv[0]);
         return 2;
     }
-    if (nconfigs == 0)
-        for (nconfigs = 0; nconfigs < FC_SIDE_CONFIGS; nconfigs++)
-            configs[nconfigs] = nconfigs;
+    if (nconfigs == 0) {
+        configs[nconfigs++] = FC_SIDE_PRIMARY_PLAIN;
+        configs[nconfigs++] = FC_SIDE_PRIMARY_RETRY;
+        configs[nconfigs++] = FC_SIDE_ISOLATED;
+    }
 
     /* The runtime's primary context exists before fc-graph opens its contexts. */
     cudaError_t e = cudaSetDevice(device);
@@ -231,9 +238,10 @@ int main(int argc, char **argv)
     }
     cudaDeviceProp prop;
     if (cudaGetDeviceProperties(&prop, device) == cudaSuccess)
-        printf("foreign_cudart: device %d: %s; fc iterations %lld (at most %.0f s), max_tries %d; foreign kernel "
-               "%d elements x %d reps, pause %d us\n",
-               device, prop.name, iters, max_seconds, max_tries, n, reps, pause_us);
+        printf("foreign_cudart: device %d: %s; fc iterations %lld (at most %.0f s once %d ran), max_tries %d; "
+               "foreign kernel %d elements x %d reps, pause %d us; FC_RECORDING=%s\n",
+               device, prop.name, iters, max_seconds, FC_SIDE_MIN_ITERS, max_tries, n, reps, pause_us,
+               getenv("FC_RECORDING") ? getenv("FC_RECORDING") : "(unset)");
     fflush(stdout);
 
     int failures = 0;
@@ -262,7 +270,7 @@ int main(int argc, char **argv)
         }
         fc_side_close(side);
 
-        char line[2048];
+        char line[4096];
         int pass = fc_side_report("cudart", config, &fc, &f.stats, line, sizeof line);
         printf("%s\n", line);
         fc_side_report_errors("cudart", config, &fc, &f.stats, line, sizeof line);

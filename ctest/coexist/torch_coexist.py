@@ -15,10 +15,20 @@ counting every PyTorch call that raised, and wrong results.
 Meanwhile a Python thread drives libfcgraph through ctypes: one call of
 fc_side_loop (ctypes releases the GIL for its whole duration) in
 libfcside.so (ctest/coexist/fc_side.c, linked with the bundle's
-libfcgraph.so), for each configuration: primary-plain, primary-retry,
-isolated. One summary line per configuration (the same format as client
-A, written by fc_side_report); exit status 0 when every configuration's
-required results hold, 1 otherwise, 2 when it cannot start.
+libfcgraph.so), for each configuration asked for (default: primary-plain,
+primary-retry, isolated; also primary-capture, which needs
+FC_RECORDING=capture in the environment before the process starts, and
+isolated-cublas). One summary line per configuration (the same format as
+client A, written by fc_side_report); exit status 0 when no configuration
+FAILed (PASS, SKIP and the control's INFO do not), 1 otherwise, 2 when it
+cannot start.
+
+isolated-cublas opens cuBLAS at run time; which one: $FC_CUBLAS_LIBRARY
+when set, else the libcublas PyTorch has loaded (after one small matmul;
+from /proc/self/maps), else one from NVIDIA's wheels on sys.path (the
+CUDA major version of PyTorch's first), else fc_side's default names
+(libcublas.so.13, .12, .so: the system's). Without one the configuration
+is reported as SKIP.
 
   python3 torch_coexist.py --fcside PATH/libfcside.so [--fclib PATH/libfcgraph.so]
       [--device D] [--iters N] [--max-tries T] [--max-seconds S] [--config NAME]...
@@ -27,12 +37,19 @@ required results hold, 1 otherwise, 2 when it cannot start.
 
 import argparse
 import ctypes
+import glob
+import os
+import re
+import site
 import sys
 import threading
 
-CONFIGS = {"primary-plain": 0, "primary-retry": 1, "isolated": 2}
+# fc_side.h's FC_SIDE_* numbers.
+CONFIGS = {"primary-plain": 0, "primary-retry": 1, "isolated": 2, "primary-capture": 3, "isolated-cublas": 4}
+DEFAULT_CONFIGS = ["primary-plain", "primary-retry", "isolated"]
 TRIES_SLOTS = 65
 MSG = 320
+MIN_ITERS = 1000  # FC_SIDE_MIN_ITERS
 LL = ctypes.c_longlong
 
 
@@ -51,10 +68,14 @@ class Counts(ctypes.Structure):
         ("max_tries", LL),
         ("tries_hist", LL * TRIES_SLOTS),
         ("time_capped", LL),
+        ("requested", LL),
         ("seconds", ctypes.c_double),
         ("setup_failed", ctypes.c_int),
+        ("skipped", ctypes.c_int),
         ("first_code", ctypes.c_int),
+        ("recording", ctypes.c_int),
         ("first_error", ctypes.c_char * MSG),
+        ("note", ctypes.c_char * MSG),
     ]
 
 
@@ -185,8 +206,73 @@ class TorchClient:
         self.stats.iters += 1
 
 
+CUBLAS_NAME = re.compile(r"^libcublas\.so(\.\d+)*$")
+
+
+def loaded_cublas():
+    """The path of a libcublas this process has mapped (PyTorch's), or None."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            for line in maps:
+                fields = line.split(None, 5)
+                if len(fields) == 6:
+                    path = fields[5].strip()
+                    if CUBLAS_NAME.match(os.path.basename(path)) and os.path.exists(path):
+                        return path
+    except OSError:
+        pass
+    return None
+
+
+def wheel_cublas(cuda_major):
+    """A libcublas.so.N from NVIDIA's pip wheels (site-packages/nvidia/...):
+    major cuda_major first, then the highest; shortest name first (the
+    soname link). None when there is none."""
+    roots = list(sys.path)
+    try:
+        roots += site.getsitepackages()
+    except Exception:  # virtualenvs without it
+        pass
+    hits = set()
+    for root in dict.fromkeys(r for r in roots if r and os.path.isdir(os.path.join(r, "nvidia"))):
+        hits.update(glob.glob(os.path.join(root, "nvidia", "**", "libcublas.so.*"), recursive=True))
+    hits = [h for h in hits if CUBLAS_NAME.match(os.path.basename(h))]
+
+    def key(path):
+        m = re.search(r"\.so\.(\d+)", os.path.basename(path))
+        major = int(m.group(1)) if m else -1
+        return (major == cuda_major, major, -len(os.path.basename(path)))
+
+    return max(hits, key=key) if hits else None
+
+
+def choose_cublas(torch, device):
+    """Sets FC_CUBLAS_LIBRARY for fc_side (see the module's docstring) and
+    says which and why."""
+    if os.environ.get("FC_CUBLAS_LIBRARY"):
+        return "%s (from $FC_CUBLAS_LIBRARY)" % os.environ["FC_CUBLAS_LIBRARY"]
+    try:
+        a = torch.ones((8, 8), device=torch.device("cuda", device))
+        (a @ a).sum().item()  # PyTorch loads and initialises its cuBLAS
+    except Exception as e:  # reported; the search goes on
+        print("torch_coexist: a PyTorch matmul failed: %s" % e)
+    path, how = loaded_cublas(), "the one PyTorch loaded"
+    if not path:
+        try:
+            major = int(str(torch.version.cuda).split(".")[0])
+        except ValueError:
+            major = -1
+        path, how = wheel_cublas(major), "from NVIDIA's wheels"
+    if not path:
+        return "none found here; fc_side tries libcublas.so.13, .12, .so"
+    os.environ["FC_CUBLAS_LIBRARY"] = path  # putenv: fc_side's getenv sees it
+    return "%s (%s)" % (path, how)
+
+
 def run_config(torch, lib, args, config):
     counts = Counts()
+    if config == "isolated-cublas":
+        print("torch_coexist: cuBLAS for isolated-cublas: %s" % choose_cublas(torch, args.device), flush=True)
     client = TorchClient(torch, args.device, args.work_elems)
     side = lib.fc_side_open(args.device, CONFIGS[config], ctypes.byref(counts))
     if side:
@@ -225,12 +311,17 @@ def main():
     ap.add_argument("--iters", type=int, default=10000, help="fc iterations per configuration")
     ap.add_argument("--max-tries", type=int, default=64)
     ap.add_argument("--max-seconds", type=float, default=40.0, help="cap on each configuration's fc loop")
-    ap.add_argument("--config", action="append", choices=sorted(CONFIGS), help="repeatable; default: all three")
+    ap.add_argument(
+        "--config",
+        action="append",
+        choices=sorted(CONFIGS),
+        help="repeatable; default: %s (primary-capture needs FC_RECORDING=capture)" % " ".join(DEFAULT_CONFIGS),
+    )
     ap.add_argument("--work-elems", type=int, default=1 << 22, help="floats of PyTorch's eager work")
     args = ap.parse_args()
     if args.iters < 1 or args.max_tries < 1 or not args.max_seconds > 0 or args.work_elems < 1:
         ap.error("--iters, --max-tries, --max-seconds and --work-elems must be positive")
-    configs = args.config or ["primary-plain", "primary-retry", "isolated"]
+    configs = args.config or DEFAULT_CONFIGS
 
     try:
         import torch
@@ -247,15 +338,18 @@ def main():
         print("torch_coexist: cannot load the fc side: %s" % e)
         return 2
     print(
-        "torch_coexist: torch %s (CUDA %s) on %s; fc iterations %d (at most %.0f s), max_tries %d; eager work %d floats"
+        "torch_coexist: torch %s (CUDA %s) on %s; fc iterations %d (at most %.0f s once %d ran), max_tries %d; "
+        "eager work %d floats; FC_RECORDING=%s"
         % (
             torch.__version__,
             torch.version.cuda,
             torch.cuda.get_device_name(args.device),
             args.iters,
             args.max_seconds,
+            MIN_ITERS,
             args.max_tries,
             args.work_elems,
+            os.environ.get("FC_RECORDING", "(unset)"),
         ),
         flush=True,
     )

@@ -156,9 +156,14 @@ int fc_live_objects(size_t *handles, size_t *contexts);
  *     CUDA runtime and every library in the process (PyTorch, cuBLAS,
  *     NCCL): their device pointers work with fc_buffer_wrap_ctx and ours
  *     in their kernels. But another library's device-wide synchronisation
- *     (cudaDeviceSynchronize, torch.cuda.synchronize(), cudaFree) while one
- *     of our captures is open invalidates that capture
- *     (FC_ERR_CAPTURE_INVALIDATED; fc_graph_capture_ctx records again).
+ *     (cudaDeviceSynchronize, torch.cuda.synchronize(), cudaFree) while
+ *     our stream captures invalidates that capture
+ *     (FC_ERR_CAPTURE_INVALIDATED; fc_graph_capture_ctx records again). The
+ *     stream captures only during recordings that capture it (see "graph
+ *     capture": FC_RECORDING_CAPTURE, or FC_RECORDING_AUTO once
+ *     fc_ctx_stream() was asked for) and during foreign sections; a
+ *     recording that builds its graph (the default) is not exposed outside
+ *     its foreign sections.
  *   - fc_cuda_init_device_isolated: an ISOLATED context: a GREEN context
  *     over all the device's SMs where the driver has them (CUDA 12.4+;
  *     cuGreenCtxCreate), else a PRIVATE context (cuCtxCreate). Other
@@ -193,7 +198,9 @@ int fc_live_objects(size_t *handles, size_t *contexts);
  *   context is capturing, the driver can crash the process (SIGSEGV inside
  *   cuCtxSynchronize); ctest/coexist/driver_race.c reproduces it without
  *   fc-graph. No library can prevent that on a shared primary context; an
- *   isolated context is not affected (docs/coexistence.md has the counts).
+ *   isolated context is not affected (docs/coexistence.md has the counts),
+ *   and a recording that builds exposes the stream only during its foreign
+ *   sections.
  *
  * Both return NULL with the reason when the device does not exist or
  * there is no driver. A primary context is left current on threads that
@@ -240,10 +247,19 @@ int fc_ctx_mem_info(const fc_cuda_ctx *ctx, size_t *free_bytes, size_t *total_by
  * The context's CUstream and CUcontext, as void *, for the caller's own
  * work (cuBLAS, NCCL, cudaMemcpyAsync, its own kernels). Valid until the
  * context handle is freed; NULL (and an error) for a bad handle. Work the
- * caller queues on the stream is ordered with ours; while the context
- * captures it is RECORDED into the graph (and replayed with it), not run.
- * Asking for the stream marks the context for good as one whose graphs may
- * hold foreign work (see fc_graph_end_update_ctx).
+ * caller queues on the stream is ordered with ours. During a recording of
+ * the context it is RECORDED into the graph (and replayed with it), not
+ * run, whenever the stream captures: in a recording that captures (which,
+ * in the default FC_RECORDING_AUTO mode, is every recording begun after
+ * this call) and inside a foreign section. In a recording that builds
+ * (FC_RECORDING_BUILD) it RUNS at once outside foreign sections.
+ * Asking for the stream marks the context for good: in FC_RECORDING_AUTO
+ * mode its recordings capture the stream from then on, so callers that
+ * cache the stream and queue their own work on it between begin and end
+ * keep working unchanged; and updates of captured segments count nodes
+ * (see fc_graph_end_update_ctx). An engine that puts its own work into
+ * recordings explicitly, with foreign sections, sets FC_RECORDING_BUILD
+ * and keeps building (see "recording modes and foreign sections").
  * The capture-mode shield covers only fc-graph's own calls: the caller's
  * potentially unsafe calls on a capturing thread (cudaMalloc, cudaMemcpy
  * without Async, synchronisations) follow the capture mode's rules.
@@ -364,22 +380,47 @@ int fc_kernel_launch_ex_ctx(fc_cuda_ctx *ctx, const fc_kernel *kernel,
                             unsigned shared_mem_bytes, void **args, size_t nargs, unsigned flags);
 
 /* ---- graph capture ------------------------------------------------------
- * begin opens a capture on the context's stream (THREAD_LOCAL mode unless
- * a mode is given); a second begin on a capturing context is refused with
- * FC_ERR_CAPTURE_STATE, as is a begin inside a break function. While it
- * is open, work queued on the context (ours and the caller's own on
- * fc_ctx_stream) is recorded, not run; fc_sync_ctx, uploads and downloads
- * are refused. end ends the capture and instantiates it, or returns NULL
- * with the reason (naming the first failing call inside the capture, its
- * thread and the CUDA error); either way the stream leaves capture. A
- * capture that recorded nothing gives a valid graph whose launch does
- * nothing. Threads: a RELAXED capture may be split (fc_graph_break_ctx),
- * ended and aborted on any thread; a THREAD_LOCAL or GLOBAL one only on
- * the thread that began it (the driver's rule): elsewhere those calls are
- * refused with FC_ERR_CAPTURE_STATE and the capture stays open, intact.
- * Work may be queued into an open capture from any thread. None of begin,
- * end, end_update and abort may be called from inside one of the
- * capture's break functions (FC_ERR_CAPTURE_STATE). */
+ * begin opens a recording (a "capture": this header uses both words for the
+ * time between begin and end, however the work is taken) on the context,
+ * in THREAD_LOCAL mode unless a mode is given; a second begin on a
+ * recording context is refused with FC_ERR_CAPTURE_STATE, as is a begin
+ * inside a break function. While it is open, the library's work queued on
+ * the context (fc_add_ctx, fc_mul_ctx, fc_kernel_launch_ctx,
+ * fc_buffer_fill_ctx, from any thread) is recorded, not run; fc_sync_ctx,
+ * uploads and downloads are refused. How the recording takes the work is
+ * fixed when it begins, by the context's recording mode (see "recording
+ * modes and foreign sections" below):
+ *   - it BUILDS (the default): each call adds a node to the graph directly
+ *     and the context's stream does not enter capture mode. Work the caller
+ *     queues on fc_ctx_stream() meanwhile runs at once, outside the graph;
+ *     it enters the graph only inside a foreign section
+ *     (fc_graph_foreign_begin_ctx ... fc_graph_foreign_end_ctx), which
+ *     captures the stream and becomes one node of the graph. A device-wide
+ *     synchronisation elsewhere cannot invalidate a recording that builds,
+ *     except during a foreign section.
+ *   - it CAPTURES the stream (cuStreamBeginCapture in the mode given, from
+ *     begin to end): everything queued on the stream, ours and the
+ *     caller's own, is recorded in order. Recordings do this in
+ *     FC_RECORDING_CAPTURE mode, and in FC_RECORDING_AUTO mode (the
+ *     default) on a context whose fc_ctx_stream() was asked for, so callers
+ *     that cache the stream and queue their own work on it keep the
+ *     behaviour they had before recordings were built.
+ * fc_graph_builds_ctx tells which. The mode (FC_CAPTURE_MODE_*) is the
+ * driver's capture mode of the whole recording when it captures; when it
+ * builds, each foreign section names its own. Either way it decides which
+ * threads may end the recording (below).
+ * end ends the recording and instantiates it, or returns NULL with the
+ * reason (naming the first failing call inside the recording, its thread
+ * and the CUDA error); either way the stream leaves capture. A recording
+ * that recorded nothing gives a valid graph whose launch does nothing.
+ * Threads: a RELAXED recording may be split (fc_graph_break_ctx), ended and
+ * aborted on any thread; a THREAD_LOCAL or GLOBAL one only on the thread
+ * that began it (the driver's rule for captures, kept for recordings that
+ * build): elsewhere those calls are refused with FC_ERR_CAPTURE_STATE and
+ * the recording stays open, intact. Work may be queued into an open
+ * recording from any thread. None of begin, end, end_update and abort may
+ * be called from inside one of the recording's break functions
+ * (FC_ERR_CAPTURE_STATE). */
 int fc_graph_begin_ctx(fc_cuda_ctx *ctx);
 int fc_graph_begin_ctx_mode(fc_cuda_ctx *ctx, int mode);
 /* Like fc_graph_begin_ctx_mode; `capture_live` is the live pointer break
@@ -387,24 +428,51 @@ int fc_graph_begin_ctx_mode(fc_cuda_ctx *ctx, int mode);
 int fc_graph_begin_live_ctx(fc_cuda_ctx *ctx, int mode, void *capture_live);
 fc_graph *fc_graph_end_ctx(fc_cuda_ctx *ctx);
 /* Ends the open capture into `graph`, an earlier graph of the same context,
- * instead of creating a new one: each segment whose topology matches is
- * updated in place (cuGraphExecUpdate, every supported driver; several times
- * cheaper than instantiating), the others are instantiated anew, and the
- * breaks become the new capture's. `updated_in_place` (may be NULL)
- * receives how many segments were updated in place. Whether a segment's
- * topology matches is known for free when only fc-graph's kernel launches
- * recorded it; once fc_ctx_stream() was asked for (the caller's own work
- * may be in the graph) or a segment holds a fill, each update counts the
- * new graph's nodes first (cuGraphGetNodes, about 23 ns per node on an
- * H200), so a changed topology never reaches the driver as a refused
- * update. Refused with
+ * instead of creating a new one: each segment is updated in place where it
+ * can be (several times cheaper than instantiating), the others are
+ * instantiated anew, and the breaks become the new capture's.
+ * `updated_in_place` (may be NULL) receives how many segments were updated
+ * in place (fc_graph_end_update_ex_ctx tells more). How:
+ *   - a segment that was built and is built again from the same kernels
+ *     (each launched with the same PDL setting) and fills, in the same
+ *     order, with no foreign section in either, is updated node
+ *     by node: one driver call (cuGraphExecKernelNodeSetParams,
+ *     cuGraphExecMemsetNodeSetParams) per node whose parameters changed, no
+ *     call at all when nothing changed;
+ *   - any other built segment (other kernels, another order, a foreign
+ *     section) is updated with cuGraphExecUpdate from a graph built from the
+ *     new recording, or instantiated anew when the driver refuses;
+ *   - a captured segment is updated with cuGraphExecUpdate where its
+ *     topology matches. Whether it matches is known for free when only
+ *     fc-graph's kernel launches recorded it; once fc_ctx_stream() was asked
+ *     for (the caller's own work may be in the graph) or a segment holds a
+ *     fill, each update counts the new graph's nodes first (cuGraphGetNodes,
+ *     about 23 ns per node on an H200), so a changed topology never reaches
+ *     the driver as a refused update.
+ * Refused with
  * FC_ERR_CAPTURE_STATE while `graph` is launched on another thread. The
  * stream leaves capture either way, also when `graph` is NULL or not a
  * live graph (the capture is then dropped and the graph's error returned,
  * also when no capture was open), except on a thread that may not end the
  * capture (see "Threads" above). */
 int fc_graph_end_update_ctx(fc_cuda_ctx *ctx, fc_graph *graph, int *updated_in_place);
-/* Drops an open capture (FC_ERR_CAPTURE_STATE when none is open). */
+/* fc_graph_end_update_ctx, telling more of what the update did. Each
+ * pointer may be NULL; they are written only on success (a failing call
+ * leaves them as they were): *updated_in_place the segments updated in
+ * place (as fc_graph_end_update_ctx), *instantiated the segments
+ * instantiated anew, *node_calls the driver calls made by segments updated
+ * node by node (one per node whose parameters changed; 0 when the
+ * re-recording changed nothing, however many nodes the graph has; segments
+ * updated with cuGraphExecUpdate add nothing). Values above INT_MAX are
+ * written as INT_MAX. Two pointers may point to the same int: it then holds
+ * the last value written (the order is updated_in_place, instantiated,
+ * node_calls). The same rules, threads and errors as
+ * fc_graph_end_update_ctx; the caller keeps owning `graph`, which is
+ * updated, not replaced. */
+int fc_graph_end_update_ex_ctx(fc_cuda_ctx *ctx, fc_graph *graph, int *updated_in_place, int *instantiated,
+                               int *node_calls);
+/* Drops an open capture, and its open foreign section with what that
+ * recorded (FC_ERR_CAPTURE_STATE when none is open). */
 int fc_graph_abort_ctx(fc_cuda_ctx *ctx);
 /* 1 while a capture is open on ctx and none of its breaks is running;
  * 0 otherwise (also, with an error, for a bad handle). */
@@ -470,6 +538,121 @@ int fc_graph_segment_count(const fc_graph *graph);
 /* May be called while a launch is still running on the device (the driver
  * finishes it first). */
 void fc_graph_free(fc_graph *graph);
+
+/* ---- recording modes and foreign sections ----------------------------------
+ * A context's recording mode decides how its recordings take its work (see
+ * "graph capture"):
+ *   FC_RECORDING_AUTO     (the default) build, unless fc_ctx_stream() was
+ *                         ever called on this context handle: then every
+ *                         recording captures the stream for its whole
+ *                         length, so that work queued on a cached stream is
+ *                         still recorded.
+ *   FC_RECORDING_BUILD    always build. The caller's own work enters a
+ *                         recording only through foreign sections; queued
+ *                         on the stream outside one during a recording, it
+ *                         runs at once. This is the way to have both: hand
+ *                         the stream out (fc_ctx_stream) and build.
+ *   FC_RECORDING_CAPTURE  always capture the stream for the whole recording.
+ * The environment variable FC_RECORDING ("auto", "build" or "capture", any
+ * case; read once per process) sets the mode of every new context; any
+ * other value makes every context creation fail with
+ * FC_ERR_INVALID_ARGUMENT naming it, so a typo is never ignored. */
+#define FC_RECORDING_AUTO 0
+#define FC_RECORDING_BUILD 1
+#define FC_RECORDING_CAPTURE 2
+/* Sets ctx's recording mode to `mode`, an FC_RECORDING_* value (any other
+ * is refused with FC_ERR_INVALID_ARGUMENT, changing nothing). Recordings
+ * begun from now on take it; a recording already open keeps its way until
+ * it ends. The mode belongs to this context handle (other handles of the
+ * same device keep theirs). Any thread, at any time, also while ctx
+ * records and from inside break, record and foreign functions. */
+int fc_ctx_set_recording_mode(fc_cuda_ctx *ctx, int mode);
+/* ctx's recording mode as set (FC_RECORDING_*; AUTO stays AUTO, see
+ * fc_graph_builds_ctx for what it resolves to); -1 (and an error) for a bad
+ * handle. Any thread, at any time. */
+int fc_ctx_recording_mode(const fc_cuda_ctx *ctx);
+/* Whether ctx's recordings build: 1 when the recording open on ctx builds
+ * its graph node by node, 0 when it captures the stream. With no recording
+ * open (and from inside one of the open recording's break functions, where
+ * the recording is out of reach), the answer is for a recording begun now:
+ * from the mode and whether fc_ctx_stream() was asked for. -1 (and an
+ * error) for a bad handle. Any thread; a snapshot that another thread's
+ * begin, end or fc_ctx_set_recording_mode may change at once. */
+int fc_graph_builds_ctx(const fc_cuda_ctx *ctx);
+
+/* A foreign section puts the caller's own work (cuBLAS, NCCL, its own
+ * kernels, driver calls such as cuMemsetD32Async) into a recording that
+ * builds. fc_graph_foreign_begin_ctx(ctx, mode, &stream) puts ctx's stream
+ * into capture (cuStreamBeginCapture in `mode`, an FC_CAPTURE_MODE_* value;
+ * another is FC_ERR_INVALID_ARGUMENT) and writes the stream, a CUstream (the
+ * one fc_ctx_stream returns), to *stream_out; stream_out may be NULL, and is
+ * written only on success. Until fc_graph_foreign_end_ctx(ctx), everything
+ * queued on that stream is recorded, not run: the caller's work and the
+ * library's own on ctx (fc_add_ctx ...), from any thread, in the order
+ * queued. The end makes what the section recorded ONE child-graph node of
+ * the recording, after the work recorded before the section and before the
+ * work recorded after it (a section that recorded nothing adds nothing).
+ * Getting the stream here does not mark the context as fc_ctx_stream()
+ * does: in FC_RECORDING_AUTO mode later recordings still build. Queue
+ * nothing on the stream after the end unless it should run at once.
+ *
+ * In a recording that captures anyway (FC_RECORDING_CAPTURE, or
+ * FC_RECORDING_AUTO after fc_ctx_stream()), begin and end change nothing:
+ * begin writes the stream and returns FC_OK (its mode is not used: the
+ * recording's applies), end returns FC_OK (also without a begin), and the
+ * work is recorded in order with the rest.
+ *
+ * Sections belong to recordings held by the context (fc_graph_begin_ctx*,
+ * and fc_graph_capture_ctx's record function); a graph cache's recordings
+ * have none (see "graph cache").
+ *
+ * Refused with FC_ERR_CAPTURE_STATE, nothing changed and the recording
+ * intact:
+ *   - begin and end with no recording open on ctx (a graph cache's
+ *     recording included), or from inside one of the recording's break
+ *     functions;
+ *   - begin while a section is open (sections do not nest);
+ *   - end without an open section, in a recording that builds;
+ *   - fc_graph_break_ctx while a section is open: end the section first;
+ *   - end of a THREAD_LOCAL or GLOBAL section on another thread than the
+ *     one that began it (the driver's rule; whatever the recording's own
+ *     mode). A RELAXED section may be ended on any thread.
+ * fc_graph_end_ctx and fc_graph_end_update_ctx with a section open end it
+ * first, keeping its work; fc_graph_abort_ctx drops it. A section the
+ * driver invalidated (on a primary context, another library's device-wide
+ * synchronisation, for one) fails its end with FC_ERR_CAPTURE_INVALIDATED
+ * and spoils the recording: fc_graph_end_ctx then returns NULL with that
+ * error (fc_graph_capture_ctx records again). Inside a section the caller's
+ * own calls follow the capture mode's rules, as in any stream capture
+ * (nothing synchronous: cudaMemcpy, cudaMalloc, synchronisations); the
+ * shield covers only fc-graph's own calls.
+ * Threads and ownership: any thread may begin a section (it need not be the
+ * thread that began the recording); a THREAD_LOCAL or GLOBAL section is
+ * ended by the thread that began it, as above. The stream stays the
+ * context's: never destroy it; it is valid until the context handle is
+ * freed. */
+int fc_graph_foreign_begin_ctx(fc_cuda_ctx *ctx, int mode, void **stream_out);
+int fc_graph_foreign_end_ctx(fc_cuda_ctx *ctx);
+
+/* A foreign function: queues work on `stream` (ctx's stream, a CUstream,
+ * inside a foreign section) and returns 0 on success. `user` is the pointer
+ * given to fc_graph_record_foreign_ctx. */
+typedef int (*fc_foreign_fn)(void *stream, void *user);
+/* A foreign section around one function: fc_graph_foreign_begin_ctx(ctx,
+ * mode), fn(stream, user) on the calling thread, then
+ * fc_graph_foreign_end_ctx(ctx) on the same thread, also when fn fails (so
+ * any mode works from any thread). fn and user are used during the call
+ * only, never kept. Returns FC_OK, or: FC_ERR_INVALID_ARGUMENT for a NULL
+ * fn or a bad mode, or one of the begin's errors above (fn is then not
+ * called); FC_ERR_CALLBACK ("foreign function
+ * returned N") when fn returns N != 0 (the section is still ended and what
+ * fn queued stays in the recording, which is not spoiled: abort it with
+ * fc_graph_abort_ctx to drop that work); else the end's error. fn may queue
+ * work on the stream and call fc_* functions that queue work on ctx (all of
+ * it recorded in the section, in order); it must not begin or end the
+ * section, break (refused) or end the recording (the section's end then
+ * fails with FC_ERR_CAPTURE_STATE). */
+int fc_graph_record_foreign_ctx(fc_cuda_ctx *ctx, int mode, fc_foreign_fn fn, void *user);
 
 /* ---- graph diagnostics ----------------------------------------------------
  * Node counts come from the graphs the segments were instantiated from
@@ -583,9 +766,17 @@ size_t fc_buckets_for(const fc_buckets *buckets, size_t n);
  * serialise (each waits for the one running, also while it captures). A
  * record or break function that calls back into its own cache gets
  * FC_ERR_CAPTURE_STATE, not a deadlock. While a call captures, all work
- * queued on the context's stream is recorded: threads sharing the context
- * must not queue work meanwhile (route the context's work through one
- * cache). A call that must capture (or run eagerly) is refused with
+ * queued on the context is recorded (the library's from any thread, and,
+ * when the recording captures the stream, everything queued on the
+ * stream): threads sharing the context must not queue work meanwhile
+ * (route the context's work through one cache). A cache's recordings
+ * follow the context's recording mode, but foreign sections belong to
+ * recordings held by the context (fc_graph_begin_ctx*, fc_graph_capture_ctx):
+ * inside a cache's record function fc_graph_foreign_begin_ctx is refused
+ * (FC_ERR_CAPTURE_STATE), so a record function that queues its own work on
+ * the stream needs a recording that captures (FC_RECORDING_CAPTURE, or
+ * FC_RECORDING_AUTO with fc_ctx_stream() asked for, as cuBLAS users do).
+ * A call that must capture (or run eagerly) is refused with
  * FC_ERR_CAPTURE_STATE while another capture is open on the context or the
  * calling thread is inside one of its break functions. */
 #define FC_CACHE_HIT 0

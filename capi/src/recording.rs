@@ -1,0 +1,168 @@
+//! Recording mode and foreign-section exports (recordings held by the
+//! context, as in `graph`).
+
+use std::os::raw::{c_int, c_void};
+
+use ::fc_graph::{Error, RecordingMode, Result};
+use cuda_sys::CUstream;
+
+use super::context::ctx;
+use super::graph::{capture_mode, returned, CCallback};
+use super::header::{self, fc_cuda_ctx, fc_foreign_fn};
+use super::{status, value};
+
+/// The header's `FC_RECORDING_*` value as a mode.
+fn recording_mode(mode: c_int) -> Result<RecordingMode> {
+    match u32::try_from(mode) {
+        Ok(header::FC_RECORDING_AUTO) => Ok(RecordingMode::Auto),
+        Ok(header::FC_RECORDING_BUILD) => Ok(RecordingMode::Build),
+        Ok(header::FC_RECORDING_CAPTURE) => Ok(RecordingMode::Capture),
+        _ => Err(Error::invalid(format!(
+            "unknown recording mode {mode} (FC_RECORDING_AUTO 0, FC_RECORDING_BUILD 1 or FC_RECORDING_CAPTURE 2)"
+        ))),
+    }
+}
+
+/// A mode as the header's `FC_RECORDING_*` value.
+fn recording_mode_code(mode: RecordingMode) -> c_int {
+    let code = match mode {
+        RecordingMode::Auto => header::FC_RECORDING_AUTO,
+        RecordingMode::Build => header::FC_RECORDING_BUILD,
+        RecordingMode::Capture => header::FC_RECORDING_CAPTURE,
+    };
+    code as c_int
+}
+
+/// `int fc_ctx_set_recording_mode(fc_cuda_ctx *ctx, int mode)`
+#[no_mangle]
+pub extern "C" fn fc_ctx_set_recording_mode(h: *mut fc_cuda_ctx, mode: c_int) -> c_int {
+    status(|| {
+        let c = ctx(h)?;
+        c.set_recording_mode(recording_mode(mode)?);
+        Ok(())
+    })
+}
+
+/// `int fc_ctx_recording_mode(const fc_cuda_ctx *ctx)`
+#[no_mangle]
+pub extern "C" fn fc_ctx_recording_mode(h: *const fc_cuda_ctx) -> c_int {
+    value(-1, || Ok(recording_mode_code(ctx(h)?.recording_mode())))
+}
+
+/// `int fc_graph_builds_ctx(const fc_cuda_ctx *ctx)`
+#[no_mangle]
+pub extern "C" fn fc_graph_builds_ctx(h: *const fc_cuda_ctx) -> c_int {
+    value(-1, || {
+        let c = ctx(h)?;
+        Ok(c_int::from(c.held_builds().unwrap_or_else(|| !c.recordings_capture())))
+    })
+}
+
+/// `int fc_graph_foreign_begin_ctx(fc_cuda_ctx *ctx, int mode, void **stream_out)`
+///
+/// # Safety
+/// `stream_out` is NULL or valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn fc_graph_foreign_begin_ctx(
+    h: *mut fc_cuda_ctx,
+    mode: c_int,
+    stream_out: *mut *mut c_void,
+) -> c_int {
+    status(|| {
+        let c = ctx(h)?;
+        let stream = c.foreign_held_begin(capture_mode(mode)?)?;
+        // SAFETY: NULL or valid for one write, per the contract.
+        if let Some(out) = unsafe { stream_out.as_mut() } {
+            *out = stream.cast();
+        }
+        Ok(())
+    })
+}
+
+/// `int fc_graph_foreign_end_ctx(fc_cuda_ctx *ctx)`
+#[no_mangle]
+pub extern "C" fn fc_graph_foreign_end_ctx(h: *mut fc_cuda_ctx) -> c_int {
+    status(|| ctx(h)?.foreign_held_end())
+}
+
+type ForeignFnPtr = unsafe extern "C" fn(*mut c_void, *mut c_void) -> c_int;
+
+impl CCallback<ForeignFnPtr> {
+    fn call(&self, stream: CUstream) -> Result<()> {
+        // SAFETY: a C function of the fc_foreign_fn type, called on this
+        // thread with the stream and the pointer the caller gave, per the
+        // header.
+        returned("foreign function", unsafe { (self.f)(stream.cast(), self.user) })
+    }
+}
+
+/// `int fc_graph_record_foreign_ctx(fc_cuda_ctx *ctx, int mode, fc_foreign_fn fn, void *user)`
+#[no_mangle]
+pub extern "C" fn fc_graph_record_foreign_ctx(
+    h: *mut fc_cuda_ctx,
+    mode: c_int,
+    f: fc_foreign_fn,
+    user: *mut c_void,
+) -> c_int {
+    status(|| {
+        let c = ctx(h)?;
+        let mode = capture_mode(mode)?;
+        let f: ForeignFnPtr = f.ok_or_else(|| Error::invalid("fn is NULL"))?;
+        let cb = CCallback { f, user, ctx: h };
+        let stream = c.foreign_held_begin(mode)?;
+        let ran = cb.call(stream);
+        // The section ends also when the function failed; its error first.
+        let ended = c.foreign_held_end();
+        ran.and(ended)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn last_msg() -> String {
+        // SAFETY: fc_last_error returns a NUL-terminated per-thread string.
+        unsafe { std::ffi::CStr::from_ptr(crate::fc_last_error()) }.to_string_lossy().into_owned()
+    }
+
+    const INVALID_ARGUMENT: c_int = header::FC_ERR_INVALID_ARGUMENT as c_int;
+
+    #[test]
+    fn modes_round_trip_and_unknown_ones_are_refused() {
+        for m in [RecordingMode::Auto, RecordingMode::Build, RecordingMode::Capture] {
+            assert_eq!(recording_mode(recording_mode_code(m)).ok(), Some(m));
+        }
+        for bad in [-1, 3, c_int::MAX, c_int::MIN] {
+            let e = recording_mode(bad).unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument(ref m) if m.contains("unknown recording mode")), "{e}");
+        }
+    }
+
+    unsafe extern "C" fn never(_stream: *mut c_void, user: *mut c_void) -> c_int {
+        // SAFETY: the test passes a valid `bool`.
+        unsafe { *user.cast::<bool>() = true };
+        0
+    }
+
+    #[test]
+    fn null_contexts_are_refused_and_nothing_is_written_or_called() {
+        let null = std::ptr::null_mut();
+        assert_eq!(fc_ctx_set_recording_mode(null, header::FC_RECORDING_BUILD as c_int), INVALID_ARGUMENT);
+        assert!(last_msg().contains("ctx is NULL"), "{}", last_msg());
+        assert_eq!(fc_ctx_recording_mode(null), -1);
+        assert_eq!(fc_graph_builds_ctx(null), -1);
+        assert_eq!(crate::last_error::code(), INVALID_ARGUMENT);
+        let mut stream = 7usize as *mut c_void;
+        // SAFETY: a valid out-pointer.
+        let rc =
+            unsafe { fc_graph_foreign_begin_ctx(null, header::FC_CAPTURE_MODE_THREAD_LOCAL as c_int, &mut stream) };
+        assert_eq!((rc, stream as usize), (INVALID_ARGUMENT, 7), "a refused begin writes nothing");
+        assert_eq!(fc_graph_foreign_end_ctx(null), INVALID_ARGUMENT);
+        let mut called = false;
+        let rc = fc_graph_record_foreign_ctx(null, 1, Some(never), (&mut called as *mut bool).cast());
+        assert_eq!((rc, called), (INVALID_ARGUMENT, false), "a refused section calls nothing");
+        assert_eq!(fc_graph_record_foreign_ctx(null, 1, None, std::ptr::null_mut()), INVALID_ARGUMENT);
+        assert!(last_msg().contains("ctx is NULL"), "the handle is checked first: {}", last_msg());
+    }
+}
