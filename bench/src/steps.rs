@@ -187,6 +187,7 @@ pub fn step_label(step: &str) -> &'static str {
         "node_update_none" => {
             "re-recording, nothing changed (no driver call) vs re-capture + cuGraphExecUpdate + destroy"
         }
+        "set_params_floor" => "K bare cuGraphExecKernelNodeSetParams, every node changed (the driver's floor)",
         "built_launch_sync" => "launch + sync of the recorded graph vs the captured one (bare cuGraphLaunch)",
         _ => "",
     }
@@ -681,6 +682,69 @@ impl BareExec {
     }
 }
 
+/// The driver's own floor of a node-by-node update: K bare
+/// `cuGraphExecKernelNodeSetParams` calls on the bare executable, every
+/// node changed (commuted operands, the same results), no library code.
+/// Skipped with a note when the driver refuses a call.
+fn set_params_floor(
+    d: &Driver,
+    rig: &Rig,
+    exec: &BareExec,
+    k: usize,
+    iters: usize,
+    out: &mut dyn FnMut(StepOutput),
+) -> Result<()> {
+    let mut nodes: Vec<CUgraphNode> = vec![std::ptr::null_mut(); k];
+    let mut n = k;
+    // SAFETY: the bare executable's live source graph; room for `n` nodes.
+    ok("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(exec.source, nodes.as_mut_ptr(), &mut n) })?;
+    if n != k {
+        println!("[fc] set_params_floor K={k}: the graph has {n} nodes; skipped");
+        return Ok(());
+    }
+    let grid = (rig.n as u32).div_ceil(256);
+    let mut v = Vec::with_capacity(iters);
+    for it in 0..iters + 2 {
+        let swap = it % 2 == 0;
+        let t0 = Instant::now();
+        for (i, &node) in nodes.iter().enumerate() {
+            let (op, a, b, o) = chain_node(rig, i, swap);
+            let func = if op == BinaryOp::Add { rig.func_add } else { rig.func_mul };
+            let mut w = [a.as_raw(), b.as_raw(), o.as_raw(), rig.n as u64];
+            let base = w.as_mut_ptr();
+            let mut params: [*mut c_void; 4] =
+                [base.cast(), base.wrapping_add(1).cast(), base.wrapping_add(2).cast(), base.wrapping_add(3).cast()];
+            let p = CUDA_KERNEL_NODE_PARAMS_v2 {
+                func,
+                gridDimX: grid,
+                gridDimY: 1,
+                gridDimZ: 1,
+                blockDimX: 256,
+                blockDimY: 1,
+                blockDimZ: 1,
+                sharedMemBytes: 0,
+                kernelParams: params.as_mut_ptr(),
+                extra: std::ptr::null_mut(),
+                kern: std::ptr::null_mut(),
+                ctx: std::ptr::null_mut(),
+            };
+            // SAFETY: the bare live executable, a kernel node of its source
+            // (creation order: node i is the chain's launch i), parameters
+            // of the same (u64, u64, u64, u32) kernel, live across the call.
+            let res = unsafe { d.graph_exec_kernel_node_set_params(exec.exec, node, &p) };
+            if res != Some(CUDA_SUCCESS) {
+                println!("[fc] set_params_floor K={k}: node {i} refused ({res:?}); skipped");
+                return Ok(());
+            }
+        }
+        if it >= 2 {
+            v.push(us_since(t0, Instant::now()));
+        }
+    }
+    emit(out, "set_params_floor", Variant::BareOnly, k, &mut v);
+    Ok(())
+}
+
 /// A context and three buffers made through the C ABI, recording the
 /// K-kernel chain through it (`c_graph_launch`, `c_recapture_update`).
 struct CRig {
@@ -1156,6 +1220,8 @@ fn builder_rows(d: &Driver, rig: &Rig, k: usize, iters: usize, out: &mut dyn FnM
             emit(out, step, Variant::Fc, k, &mut fc);
             emit(out, step, Variant::Bare, k, &mut bare);
         }
+
+        set_params_floor(d, rig, &exec, k, iters, out)?;
 
         let (mut fc, mut bare) = (vec![], vec![]);
         for it in 0..iters + 2 {

@@ -13,7 +13,7 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::launch::{launch_kernel, pdl_allowed_on};
 use crate::module::{LaunchConfig, ModuleHandle};
-use crate::nodes::LaunchSpec;
+use crate::nodes::{LaunchSpec, WordLaunch};
 use crate::segment::Op;
 
 /// The PTX text (ISA 7.0, sm_35), embedded at build time.
@@ -56,10 +56,16 @@ pub(crate) struct BinaryLaunch {
 }
 
 impl BinaryLaunch {
-    /// The launch as a node's parameters: (u64, u64, u64, u32).
-    pub(crate) fn spec(&self) -> LaunchSpec {
+    /// The launch as a node's parameters: (u64, u64, u64, u32), each in a
+    /// word of its own.
+    pub(crate) fn words(&self) -> WordLaunch {
         let (a, b, out, n) = self.args;
-        LaunchSpec::of_words(self.func, self.cfg, &[a, b, out, n as u64], self.pdl)
+        WordLaunch { func: self.func, cfg: self.cfg, words: [a, b, out, n as u64], pdl: self.pdl }
+    }
+
+    /// The launch as a general node's parameters.
+    pub(crate) fn spec(&self) -> LaunchSpec {
+        self.words().spec()
     }
 }
 
@@ -179,7 +185,7 @@ impl Context {
         let Some(launch) = self.binary_launch(op, a, b, out, n)? else {
             return Ok(());
         };
-        if self.records_by_construction() && self.record_op(Op::Kernel { spec: launch.spec(), _module: None }) {
+        if self.records_by_construction() && self.record_op(Op::Binary(launch.words())) {
             return Ok(());
         }
         let BinaryLaunch { func, cfg, args, pdl } = launch;

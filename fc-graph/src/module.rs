@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::launch::{launch_kernel, pdl_env_allows, supports_pdl, LaunchOptions};
 use crate::nodes::LaunchSpec;
 use crate::ptx_params::{find_entry, parse_entries, ParamKind, PtxEntry, PtxParam};
-use crate::segment::Op;
+use crate::segment::{KernelOp, Op};
 
 /// A loaded module and the context it belongs to; unloaded on drop.
 ///
@@ -474,7 +474,7 @@ impl Kernel {
         self.check_args(args)?;
         if ctx.records_by_construction() {
             let spec = self.launch_spec(ctx, cfg, args, opts)?;
-            if ctx.record_op(Op::Kernel { spec, _module: Some(Arc::clone(&self._module)) }) {
+            if ctx.record_op(Op::Kernel(Box::new(KernelOp { spec, _module: Arc::clone(&self._module) }))) {
                 return Ok(());
             }
         }
@@ -552,7 +552,7 @@ impl Kernel {
                 let bytes = unsafe { std::slice::from_raw_parts((*params.add(i)).cast::<u8>(), p.size) };
                 spec.push_bytes(bytes)?;
             }
-            if ctx.record_op(Op::Kernel { spec, _module: Some(Arc::clone(&self._module)) }) {
+            if ctx.record_op(Op::Kernel(Box::new(KernelOp { spec, _module: Arc::clone(&self._module) }))) {
                 return Ok(());
             }
         }

@@ -110,6 +110,49 @@ impl LaunchSpec {
     }
 }
 
+/// A launch whose arguments are four 8-byte words (the built-ins:
+/// `(a, b, out, n)`), kept inline: what a recording writes down for each
+/// built-in launch, 80 bytes and no allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct WordLaunch {
+    pub(crate) func: CUfunction,
+    pub(crate) cfg: LaunchConfig,
+    pub(crate) words: [u64; 4],
+    pub(crate) pdl: bool,
+}
+
+impl WordLaunch {
+    /// Calls `f` with the v2 node parameters of this launch (valid during
+    /// `f` only).
+    pub(crate) fn with_params<T>(&self, f: impl FnOnce(&CUDA_KERNEL_NODE_PARAMS_v2) -> T) -> T {
+        let mut w = self.words;
+        let base = w.as_mut_ptr();
+        let mut params: [*mut c_void; 4] =
+            [base.cast(), base.wrapping_add(1).cast(), base.wrapping_add(2).cast(), base.wrapping_add(3).cast()];
+        let (g, b) = (self.cfg.grid, self.cfg.block);
+        let p = CUDA_KERNEL_NODE_PARAMS_v2 {
+            func: self.func,
+            gridDimX: g.0,
+            gridDimY: g.1,
+            gridDimZ: g.2,
+            blockDimX: b.0,
+            blockDimY: b.1,
+            blockDimZ: b.2,
+            sharedMemBytes: self.cfg.shared_mem_bytes,
+            kernelParams: params.as_mut_ptr(),
+            extra: ptr::null_mut(),
+            kern: ptr::null_mut(),
+            ctx: ptr::null_mut(),
+        };
+        f(&p)
+    }
+
+    /// The same launch as a general [`LaunchSpec`].
+    pub(crate) fn spec(&self) -> LaunchSpec {
+        LaunchSpec::of_words(self.func, self.cfg, &self.words, self.pdl)
+    }
+}
+
 /// A memset node as the driver sees it: `count` elements of
 /// `element_size` (1 or 4) bytes from `dst` set to `value`, in one row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,8 +212,22 @@ pub(crate) unsafe fn add_kernel_node(
     deps: &[CUgraphNode],
     spec: &LaunchSpec,
 ) -> Result<CUgraphNode> {
+    // SAFETY: the caller's promise.
+    spec.with_params(|p| unsafe { add_kernel_node_params(d, graph, deps, p) })
+}
+
+/// [`add_kernel_node`] with the node parameters made by the caller.
+///
+/// # Safety
+/// As [`add_kernel_node`], for the launch `p` describes.
+pub(crate) unsafe fn add_kernel_node_params(
+    d: &DriverFns,
+    graph: CUgraph,
+    deps: &[CUgraphNode],
+    p: &CUDA_KERNEL_NODE_PARAMS_v2,
+) -> Result<CUgraphNode> {
     // SAFETY: the caller's promise; the parameters live across the call.
-    let added = spec.with_params(|p| unsafe { d.graph_add_kernel_node(graph, deps, p) });
+    let added = unsafe { d.graph_add_kernel_node(graph, deps, p) };
     match added {
         None => Err(Error::Unsupported {
             feature: "cuGraphAddKernelNode (graph building)",
@@ -238,18 +295,35 @@ pub(crate) unsafe fn update_kernel_node(
         return Ok(false);
     }
     if current.pdl != new.pdl {
-        return Err(Error::invalid(
-            "an update cannot turn PDL on or off for a node (its edges would change); build the graph anew",
-        ));
+        return Err(pdl_change());
     }
+    // SAFETY: the caller's promise.
+    new.with_params(|p| unsafe { set_kernel_node_params(d, exec, node, p) }).map(|()| true)
+}
+
+/// The refusal of an update that would turn PDL on or off for a node.
+pub(crate) fn pdl_change() -> Error {
+    Error::invalid("an update cannot turn PDL on or off for a node (its edges would change); build the graph anew")
+}
+
+/// Sets kernel node `node` of `exec` to the launch `p` describes.
+///
+/// # Safety
+/// As [`update_kernel_node`], for the launch `p` describes.
+pub(crate) unsafe fn set_kernel_node_params(
+    d: &DriverFns,
+    exec: CUgraphExec,
+    node: CUgraphNode,
+    p: &CUDA_KERNEL_NODE_PARAMS_v2,
+) -> Result<()> {
     // SAFETY: the caller's promise; the parameters live across the call.
-    let res = new.with_params(|p| unsafe { d.graph_exec_kernel_node_set_params(exec, node, p) });
+    let res = unsafe { d.graph_exec_kernel_node_set_params(exec, node, p) };
     match res {
         None => Err(Error::Unsupported {
             feature: "cuGraphExecKernelNodeSetParams (node-by-node update)",
             needs: "a CUDA 10.1+ driver".into(),
         }),
-        Some(res) => check("cuGraphExecKernelNodeSetParams", res).map(|()| true),
+        Some(res) => check("cuGraphExecKernelNodeSetParams", res),
     }
 }
 

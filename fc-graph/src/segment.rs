@@ -16,7 +16,7 @@
 //!   re-recording of the same shape is applied node by node
 //!   ([`BuiltNodes::update`]): unchanged nodes make no driver call.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use cuda_sys::*;
@@ -27,8 +27,8 @@ use crate::error::Result;
 use crate::graph::destroy_graph;
 use crate::module::ModuleHandle;
 use crate::nodes::{
-    add_child_node, add_edges, add_kernel_node, add_memset_node, programmatic_edge, update_kernel_node,
-    update_memset_node, LaunchSpec, MemsetRaw,
+    add_child_node, add_edges, add_kernel_node, add_kernel_node_params, add_memset_node, pdl_change, programmatic_edge,
+    set_kernel_node_params, update_kernel_node, update_memset_node, LaunchSpec, MemsetRaw, WordLaunch,
 };
 
 /// A graph the recording owns (a captured foreign section), destroyed on
@@ -51,11 +51,19 @@ impl Drop for OwnedGraph {
     }
 }
 
+/// A user kernel's launch, and its module, kept loaded for as long as a
+/// graph made from it lives.
+pub(crate) struct KernelOp {
+    pub(crate) spec: LaunchSpec,
+    pub(crate) _module: Arc<ModuleHandle>,
+}
+
 /// One piece of recorded work.
 pub(crate) enum Op {
-    /// A kernel launch; `_module` keeps a user kernel's module loaded for as
-    /// long as a graph made from it lives (built-ins live with the context).
-    Kernel { spec: LaunchSpec, _module: Option<Arc<ModuleHandle>> },
+    /// A built-in launch (its kernels live with the context), inline.
+    Binary(WordLaunch),
+    /// A user kernel's launch.
+    Kernel(Box<KernelOp>),
     /// A memset (fills).
     Memset(MemsetRaw),
     /// Work captured from the context's stream (a foreign section: cuBLAS,
@@ -70,13 +78,14 @@ unsafe impl Send for Op {}
 
 impl Op {
     fn is_kernel(&self) -> bool {
-        matches!(self, Op::Kernel { .. })
+        matches!(self, Op::Binary(_) | Op::Kernel(_))
     }
 
     /// Whether `new` may be applied to a node made from `self` in place.
     fn same_shape(&self, new: &Op) -> bool {
         match (self, new) {
-            (Op::Kernel { spec: a, .. }, Op::Kernel { spec: b, .. }) => a.func == b.func && a.pdl == b.pdl,
+            (Op::Binary(a), Op::Binary(b)) => a.func == b.func && a.pdl == b.pdl,
+            (Op::Kernel(a), Op::Kernel(b)) => a.spec.func == b.spec.func && a.spec.pdl == b.spec.pdl,
             (Op::Memset(a), Op::Memset(b)) => a.same_shape(b),
             _ => false,
         }
@@ -90,13 +99,17 @@ impl Op {
 pub(crate) struct Sink {
     active: AtomicBool,
     ops: Mutex<Option<Vec<Op>>>,
+    /// Ops the last closed segment held: the next one starts with room for
+    /// as many (recordings of a model repeat).
+    hint: AtomicUsize,
 }
 
 impl Sink {
     /// Starts taking launches into a new segment.
     pub(crate) fn open(&self) {
+        let room = self.hint.load(Ordering::Relaxed).min(1 << 16);
         let mut ops = lock(&self.ops);
-        *ops = Some(Vec::new());
+        *ops = Some(Vec::with_capacity(room));
         self.active.store(true, Ordering::Release);
     }
 
@@ -104,7 +117,11 @@ impl Sink {
     pub(crate) fn close(&self) -> Option<Vec<Op>> {
         let mut ops = lock(&self.ops);
         self.active.store(false, Ordering::Release);
-        ops.take()
+        let taken = ops.take();
+        if let Some(v) = &taken {
+            self.hint.store(v.len(), Ordering::Relaxed);
+        }
+        taken
     }
 
     /// Stops taking launches for a while (a foreign section, during which
@@ -175,15 +192,25 @@ pub(crate) fn materialize(ctx: &Context, ops: &mut [Op]) -> Result<Built> {
             for op in ops.iter_mut() {
                 let dep = prev.map(|(n, _)| n);
                 let node = match op {
-                    Op::Kernel { spec, .. } => {
-                        let edge = prev.and_then(|(_, k)| programmatic_edge(spec.pdl, k, programmatic));
+                    Op::Binary(_) | Op::Kernel(_) => {
+                        let pdl = match op {
+                            Op::Binary(l) => l.pdl,
+                            Op::Kernel(k) => k.spec.pdl,
+                            _ => false,
+                        };
+                        let edge = prev.and_then(|(_, k)| programmatic_edge(pdl, k, programmatic));
                         let deps: &[CUgraphNode] = match (dep.as_ref(), edge) {
                             (Some(n), None) => std::slice::from_ref(n),
                             _ => &[],
                         };
                         // SAFETY: our live graph, bound here; `deps` its
                         // nodes; the launch was checked when recorded.
-                        let node = unsafe { add_kernel_node(d, graph, deps, spec) }?;
+                        let node = match op {
+                            Op::Binary(l) => l.with_params(|p| unsafe { add_kernel_node_params(d, graph, deps, p) }),
+                            // SAFETY: as above.
+                            Op::Kernel(k) => unsafe { add_kernel_node(d, graph, deps, &k.spec) },
+                            _ => Err(crate::error::Error::invalid("not a kernel op")),
+                        }?;
                         if let (Some(e), Some(n)) = (edge, dep) {
                             from.push(n);
                             to.push(node);
@@ -271,7 +298,18 @@ impl BuiltNodes {
         ctx.bound(|d| {
             for ((old, new), &node) in ops.iter_mut().zip(new).zip(nodes) {
                 match (&*old, &new) {
-                    (Op::Kernel { spec: a, .. }, Op::Kernel { spec: b, .. }) => {
+                    (Op::Binary(a), Op::Binary(b)) if a != b => {
+                        if a.pdl != b.pdl {
+                            return Err(pdl_change());
+                        }
+                        // SAFETY: our live executable (its owner holds it
+                        // mutably), bound here; `node` a kernel node of its
+                        // source; the launch was checked when recorded.
+                        b.with_params(|p| unsafe { set_kernel_node_params(d, exec, node, p) })?;
+                        calls += 1;
+                    }
+                    (Op::Kernel(a), Op::Kernel(b)) => {
+                        let (a, b) = (&a.spec, &b.spec);
                         // SAFETY: our live executable (its owner holds it
                         // mutably), bound here; `node` a kernel node of its
                         // source; the launch was checked when recorded.
@@ -302,7 +340,8 @@ impl BuiltNodes {
 /// Whether two ops of the same shape have equal parameters.
 fn same_params(a: &Op, b: &Op) -> bool {
     match (a, b) {
-        (Op::Kernel { spec: x, .. }, Op::Kernel { spec: y, .. }) => x == y,
+        (Op::Binary(x), Op::Binary(y)) => x == y,
+        (Op::Kernel(x), Op::Kernel(y)) => x.spec == y.spec,
         (Op::Memset(x), Op::Memset(y)) => x == y,
         _ => false,
     }
@@ -315,7 +354,7 @@ mod tests {
 
     fn kernel(func: usize, a: u64, pdl: bool) -> Op {
         let cfg = LaunchConfig { grid: (4, 1, 1), block: (256, 1, 1), shared_mem_bytes: 0 };
-        Op::Kernel { spec: LaunchSpec::of_words(func as CUfunction, cfg, &[a, 2, 3, 1024], pdl), _module: None }
+        Op::Binary(WordLaunch { func: func as CUfunction, cfg, words: [a, 2, 3, 1024], pdl })
     }
 
     fn memset(dst: u64, count: usize) -> Op {
