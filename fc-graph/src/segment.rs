@@ -203,10 +203,13 @@ pub(crate) fn materialize(ctx: &Context, ops: &mut [Op]) -> Result<Built> {
                             (Some(n), None) => std::slice::from_ref(n),
                             _ => &[],
                         };
-                        // SAFETY: our live graph, bound here; `deps` its
-                        // nodes; the launch was checked when recorded.
                         let node = match op {
-                            Op::Binary(l) => l.with_params(|p| unsafe { add_kernel_node_params(d, graph, deps, p) }),
+                            Op::Binary(l) => l.with_params(|p| {
+                                // SAFETY: our live graph, bound here; `deps`
+                                // its nodes; the launch was checked when
+                                // recorded.
+                                unsafe { add_kernel_node_params(d, graph, deps, p) }
+                            }),
                             // SAFETY: as above.
                             Op::Kernel(k) => unsafe { add_kernel_node(d, graph, deps, &k.spec) },
                             _ => Err(crate::error::Error::invalid("not a kernel op")),
