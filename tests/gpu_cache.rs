@@ -5,14 +5,13 @@
 //! bytes, re-entry, concurrent hits, node counts and DOT output, and the
 //! cost of a hit next to a bare launch. Skips visibly without a GPU.
 
-use std::os::raw::c_void;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fc_graph::buckets::{bucket_for, token_buckets, BucketConfig};
 use fc_graph::cache::{CacheConfig, Clock, GraphCache, Outcome};
-use fc_graph::{CaptureMode, Context, DeviceBuffer, Error, LivePtr};
+use fc_graph::{CaptureMode, Context, DeviceBuffer, Error};
 use fc_graph_tests::{assert_exact, download, ensure, fail, run_gpu_tests, upload, GpuTest, Rng};
 use libtest_mimic::Failed;
 
@@ -27,7 +26,6 @@ fn main() {
             t("warm_up_runs_once_then_replays", 1, warm_up_runs_once_then_replays),
             t("refresh_updates_in_place_or_reinstantiates", 1, refresh_updates_in_place_or_reinstantiates),
             t("breaks_run_once_per_call_with_the_live_value", 1, breaks_run_once_per_call_with_the_live_value),
-            t("held_breaks_receive_the_live_pointer", 1, held_breaks_receive_the_live_pointer),
             t("failed_captures_fall_back_back_off_and_recover", 1, failed_captures_fall_back_back_off_and_recover),
             t("lru_eviction_by_count", 1, lru_eviction_by_count),
             t("byte_cap_counts_what_the_capture_keeps", 1, byte_cap_counts_what_the_capture_keeps),
@@ -247,42 +245,6 @@ fn breaks_run_once_per_call_with_the_live_value() -> TestResult {
             lives.len()
         );
     }
-    Ok(())
-}
-
-/// Held captures (the C API's path): `break_held` functions receive the
-/// call's live pointer, eagerly (warm-up) and at replay.
-fn held_breaks_receive_the_live_pointer() -> TestResult {
-    let s = Step::new(9)?;
-    let mut rng = Rng::new(10);
-    let addend_vals: Vec<Vec<f32>> = (0..2).map(|_| rng.floats(N)).collect();
-    let addends: Arc<Vec<DeviceBuffer>> =
-        Arc::new(addend_vals.iter().map(|v| upload(&s.ctx, v)).collect::<Result<_, _>>().map_err(fail)?);
-    let z = Arc::new(s.ctx.alloc(N * 4).map_err(fail)?);
-    let cache: GraphCache<u64, LivePtr> =
-        GraphCache::new(&s.ctx, CacheConfig { warmup: true, ..config() }).map_err(fail)?;
-    for (call, mut which) in [0usize, 1, 0, 1].into_iter().enumerate() {
-        let xs = s.fresh_inputs(&mut rng)?;
-        let live = LivePtr((&mut which as *mut usize).cast::<c_void>());
-        let o = cache
-            .run_held(&5, live, |ctx| {
-                ctx.add(&s.x, &s.y, &z, N)?;
-                let (zb, addends) = (z.clone(), addends.clone());
-                ctx.break_held(move |ctx, live| {
-                    // SAFETY: the test passes a pointer to a live usize for
-                    // the duration of each run_held call.
-                    let which = unsafe { *live.0.cast::<usize>() };
-                    ctx.add(&zb, &addends[which], &zb, N)
-                })?;
-                ctx.mul(&z, &s.y, &s.out, N)
-            })
-            .map_err(fail)?;
-        ensure!(o == if call == 0 { Outcome::WarmedUp } else { Outcome::Hit }, "call {call}: {o:?}");
-        s.ctx.synchronize().map_err(fail)?;
-        let want: Vec<f32> = (0..N).map(|i| (xs[i] + s.ys[i] + addend_vals[which][i]) * s.ys[i]).collect();
-        assert_exact(&format!("held call {call}"), &download(&s.out, N).map_err(fail)?, &want)?;
-    }
-    ensure!(!s.ctx.held_open(), "no held capture left open");
     Ok(())
 }
 

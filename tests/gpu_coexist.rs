@@ -25,8 +25,7 @@ use std::thread;
 use cuda_sys::*;
 use fc_graph::isolation::{has_green_entry_points, last_green_failure, GREEN_CONTEXT_MIN_DRIVER_VERSION};
 use fc_graph::{
-    CaptureMode, Context, ContextKind, DeviceBuffer, Error, Isolation, IsolationRequest, LivePtr, Module, Origin,
-    RecordingMode,
+    CaptureMode, Context, ContextKind, DeviceBuffer, Error, Isolation, IsolationRequest, Module, Origin, RecordingMode,
 };
 use fc_graph_tests::{
     assert_exact, chain_cpu, download, ensure, fail, rerun_with_env, run_gpu_tests, upload, GpuTest, Rng,
@@ -45,7 +44,6 @@ fn main() {
             t("wrapped_primary_memory_in_a_capture", 1, wrapped_primary_memory_in_a_capture),
             t("foreign_device_sync_invalidates_primary_capture", 1, foreign_device_sync_invalidates_primary_capture),
             t("capture_with_retry_recovers_when_interference_stops", 1, capture_with_retry_recovers),
-            t("capture_held_with_retry_recovers_when_interference_stops", 1, capture_held_with_retry_recovers),
             t("capture_with_retry_gives_up_after_max_tries", 1, capture_with_retry_gives_up),
             t("isolated_capture_ignores_foreign_device_sync", 1, isolated_capture_ignores_foreign_device_sync),
             t("isolated_captures_under_a_sync_storm", 1, isolated_captures_under_a_sync_storm),
@@ -454,36 +452,6 @@ fn capture_with_retry_recovers() -> TestResult {
     Ok(())
 }
 
-/// The same through the capture held by the context (the C API's path,
-/// `fc_graph_capture_ctx`), with the interference after the last launch.
-fn capture_held_with_retry_recovers() -> TestResult {
-    let _serial = serial();
-    let ctx = Context::new(0).map_err(fail)?;
-    // The stream-capture path (contexts whose stream was handed out, or
-    // `RecordingMode::Capture`): built recordings cannot be invalidated.
-    ctx.set_recording_mode(RecordingMode::Capture);
-    let mut rng = Rng::new(95);
-    let (xs, ys) = inputs(&mut rng);
-    let (x, y, z) = chain_buffers(&ctx, &xs, &ys).map_err(fail)?;
-    let mut recordings = 0u32;
-    let done = ctx
-        .capture_held_with_retry(CaptureMode::ThreadLocal, LivePtr::NULL, 8, |c| {
-            recordings += 1;
-            chain(c, &x, &y, &z, PAIRS)?;
-            if recordings <= 3 {
-                foreign_device_sync(c.raw_context()).map_err(|e| Error::invalid(format!("{e:?}")))?;
-            }
-            Ok(())
-        })
-        .map_err(fail)?;
-    ensure!(done.tries == 4 && recordings == 4, "tries {} recordings {recordings}", done.tries);
-    ensure!(!ctx.held_open() && !ctx.is_capturing(), "no capture left open");
-    done.graph.replay(&LivePtr::NULL).map_err(fail)?;
-    let mut want = xs;
-    chain_cpu(&mut want, &ys, PAIRS);
-    assert_exact("held graph of the fourth recording", &download(&x, N).map_err(fail)?, &want)
-}
-
 /// Interference that never stops: the retry gives up after `max_tries`
 /// recordings with `CaptureInvalidated`; other errors end it at once.
 fn capture_with_retry_gives_up() -> TestResult {
@@ -511,16 +479,6 @@ fn capture_with_retry_gives_up() -> TestResult {
     }
     ensure!(recordings == 4, "{recordings} recordings, max_tries 4");
     ensure!(!ctx.is_capturing(), "no capture left open");
-
-    // The held variant gives up the same way.
-    let mut held = 0;
-    let r = ctx.capture_held_with_retry(CaptureMode::ThreadLocal, LivePtr::NULL, 3, |c| {
-        held += 1;
-        foreign_device_sync(c.raw_context()).map_err(|e| Error::invalid(format!("{e:?}")))?;
-        chain(c, &x, &y, &z, 1)
-    });
-    ensure!(matches!(r, Err(Error::CaptureInvalidated { .. })) && held == 3, "held: {held} recordings, {r:?}");
-    ensure!(!ctx.held_open(), "held capture closed");
 
     // Another error ends at once, and max_tries 0 is refused.
     let mut other = 0;

@@ -3,11 +3,12 @@
 use std::os::raw::{c_int, c_void};
 
 use ::fc_graph::builtins::BinaryOp;
-use ::fc_graph::{Context, DeviceBuffer, Error, Result};
+use ::fc_graph::{DeviceBuffer, Error, Result};
 
 use super::context::ctx;
 use super::handles::{self, handle_kind, Live};
 use super::header::{fc_buffer, fc_cuda_ctx};
+use super::held::CContext;
 use super::{handle_or_null, release, status, value};
 
 handle_kind!(DeviceBuffer => fc_buffer, "fc_buffer");
@@ -113,7 +114,7 @@ pub extern "C" fn fc_buffer_fill_ctx(
     v: u8,
 ) -> c_int {
     status(|| {
-        handles::get_all!(b: DeviceBuffer = buf, "buf"; c: Context = c, "ctx");
+        handles::get_all!(b: DeviceBuffer = buf, "buf"; c: CContext = c, "ctx");
         b.fill_bytes_on(&c, offset, len, v)
     })
 }
@@ -128,7 +129,7 @@ fn binary(
     n: usize,
 ) -> c_int {
     status(|| {
-        handles::get_all!(c: Context = c, "ctx"; a: DeviceBuffer = a, "a"; b: DeviceBuffer = b, "b";
+        handles::get_all!(c: CContext = c, "ctx"; a: DeviceBuffer = a, "a"; b: DeviceBuffer = b, "b";
             out: DeviceBuffer = out, "out");
         c.binary(op, &a, &b, &out, n)
     })

@@ -5,12 +5,13 @@ use std::os::raw::{c_char, c_int, c_void};
 use std::time::Duration;
 
 use ::fc_graph::cache::{CacheConfig, CacheStats, GraphCache, Outcome};
-use ::fc_graph::{Context, Error, LivePtr, Result};
+use ::fc_graph::{Error, Result};
 
 use super::context::ctx;
 use super::graph::{c_path, capture_mode};
 use super::handles::{self, handle_kind};
 use super::header::{self, fc_cuda_ctx, fc_graph_cache, fc_graph_cache_config, fc_graph_cache_stats, fc_record_fn};
+use super::held::{HeldBackend, LivePtr};
 use super::{fail, handle_or_null, release, status, value};
 
 /// What an `fc_graph_cache *` stands for: the cache and the context handle
@@ -160,14 +161,18 @@ pub unsafe extern "C" fn fc_graph_cache_run(
         let c = cache(h)?;
         let record = record.ok_or_else(|| Error::invalid("record is NULL"))?;
         let ctx_handle = c.ctx_handle as *mut fc_cuda_ctx;
-        let o = c.cache.run_held(&key, LivePtr(live), |_: &Context| {
+        let cctx = ctx(ctx_handle)?;
+        let (mode, max_tries) = c.cache.capture_settings()?;
+        let record = || {
             // SAFETY: a C function of the fc_record_fn type, called with the
             // context handle and `user` the caller gave, per the header.
             match unsafe { record(ctx_handle, user) } {
                 0 => Ok(()),
                 rc => Err(Error::Callback(format!("record function returned {rc}"))),
             }
-        })?;
+        };
+        let mut backend = HeldBackend { cctx: &cctx, mode, max_tries, live: LivePtr(live), record };
+        let o = c.cache.run_with(&key, &mut backend)?;
         if o == Outcome::EagerAfterFailure {
             result = c.cache.last_failure(&key)?;
         }

@@ -6,13 +6,14 @@ use ::fc_graph::{Context, ContextKind, Error, Isolation, IsolationRequest, Resul
 
 use super::handles::{self, handle_kind, Live};
 use super::header::fc_cuda_ctx;
+use super::held::CContext;
 use super::{handle_or_null, release, status, value};
 
-handle_kind!(Context => fc_cuda_ctx, "fc_cuda_ctx");
+handle_kind!(CContext => fc_cuda_ctx, "fc_cuda_ctx");
 
 /// The context behind `ctx`.
-pub(crate) fn ctx(h: *const fc_cuda_ctx) -> Result<Live<Context>> {
-    handles::get::<Context>(h, "ctx")
+pub(crate) fn ctx(h: *const fc_cuda_ctx) -> Result<Live<CContext>> {
+    handles::get::<CContext>(h, "ctx")
 }
 
 fn ordinal(device: c_int) -> Result<usize> {
@@ -22,13 +23,13 @@ fn ordinal(device: c_int) -> Result<usize> {
 /// `fc_cuda_ctx *fc_cuda_init_device(int device)`
 #[no_mangle]
 pub extern "C" fn fc_cuda_init_device(device: c_int) -> *mut fc_cuda_ctx {
-    handle_or_null(|| handles::insert(Context::new(ordinal(device)?)?))
+    handle_or_null(|| handles::insert(CContext::new(Context::new(ordinal(device)?)?)))
 }
 
 /// `fc_cuda_ctx *fc_cuda_init_device_isolated(int device)`
 #[no_mangle]
 pub extern "C" fn fc_cuda_init_device_isolated(device: c_int) -> *mut fc_cuda_ctx {
-    handle_or_null(|| handles::insert(Context::isolated(ordinal(device)?)?))
+    handle_or_null(|| handles::insert(CContext::new(Context::isolated(ordinal(device)?)?)))
 }
 
 /// `fc_cuda_ctx *fc_cuda_init_device_isolated_as(int device, int isolation)`
@@ -44,7 +45,7 @@ pub extern "C" fn fc_cuda_init_device_isolated_as(device: c_int, isolation: c_in
                 )))
             }
         };
-        handles::insert(Context::isolated_with(ordinal(device)?, request)?)
+        handles::insert(CContext::new(Context::isolated_with(ordinal(device)?, request)?))
     })
 }
 
@@ -52,7 +53,7 @@ pub extern "C" fn fc_cuda_init_device_isolated_as(device: c_int, isolation: c_in
 #[no_mangle]
 pub extern "C" fn fc_cuda_ctx_free(ctx: *mut fc_cuda_ctx) {
     release(ctx, |h| {
-        let c = handles::remove::<Context>(h, "ctx")?;
+        let c = handles::remove::<CContext>(h, "ctx")?;
         // A capture still held is aborted now, not when the last graph or
         // buffer of the context lets go of it.
         if c.held_open() {
@@ -161,5 +162,5 @@ pub extern "C" fn fc_device_supports_pdl(device: c_int) -> c_int {
 
 /// Handles of this module's kinds alive now.
 pub(crate) fn live_handles() -> usize {
-    <Context as super::handles::Kind>::table().live()
+    <CContext as super::handles::Kind>::table().live()
 }

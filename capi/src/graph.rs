@@ -7,11 +7,12 @@ use std::path::PathBuf;
 use std::sync::{RwLock, TryLockError};
 
 use ::fc_graph::graph::Graph;
-use ::fc_graph::{CaptureMode, Context, Error, LivePtr, Result, UpdateReport};
+use ::fc_graph::{CaptureMode, Context, Error, Result, UpdateReport};
 
 use super::context::ctx;
 use super::handles::{self, handle_kind, Live};
 use super::header::{self, fc_break_fn, fc_cuda_ctx, fc_graph, fc_record_fn};
+use super::held::LivePtr;
 use super::{handle_or_null, release, status, value};
 
 /// What an `fc_graph *` stands for: the graph, and how many recordings its

@@ -6,11 +6,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use ::fc_graph::launch::LaunchOptions;
 use ::fc_graph::module::{Kernel, LaunchConfig, Module};
-use ::fc_graph::{Context, Error, Result};
+use ::fc_graph::{Error, Result};
 
 use super::context::ctx;
 use super::handles::{self, handle_kind};
 use super::header::{fc_cuda_ctx, fc_kernel, fc_module};
+use super::held::CContext;
 use super::{handle_or_null, release, status, value};
 
 handle_kind!(Module => fc_module, "fc_module");
@@ -159,7 +160,7 @@ pub unsafe extern "C" fn fc_kernel_launch_ex_ctx(
     flags: c_uint,
 ) -> c_int {
     status(|| {
-        handles::get_all!(c: Context = c, "ctx"; ck: CKernel = k, "kernel");
+        handles::get_all!(c: CContext = c, "ctx"; ck: CKernel = k, "kernel");
         let k = &ck.kernel;
         let opts = match flags {
             0 => LaunchOptions { pdl: ck.pdl.load(Ordering::Relaxed) },

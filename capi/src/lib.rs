@@ -21,6 +21,7 @@ mod context;
 mod graph;
 pub(crate) mod handles;
 mod hazard;
+mod held;
 mod info;
 mod kernel;
 mod last_error;

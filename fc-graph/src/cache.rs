@@ -44,8 +44,7 @@
 //!
 //! The recording therefore runs eagerly and under capture and must queue
 //! the same work in both (it must not branch on [`Recorder::is_capturing`]
-//! in ways that change the results). Breaks ([`Recorder::brk`]; for captures
-//! held by the context, [`Context::break_held`]) run their function right
+//! in ways that change the results). Breaks ([`Recorder::brk`]) run their function right
 //! away when the recording runs eagerly; under a cache capture they are
 //! only recorded (not run at capture time, unlike a plain capture, so that
 //! capturing has no effect beyond recording) and run at each replay with
@@ -102,7 +101,7 @@ use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 use crate::capture::{break_here, Capture};
-use crate::context::{lock, CaptureMode, Context, LivePtr};
+use crate::context::{lock, CaptureMode, Context};
 use crate::error::{Error, Result};
 use crate::graph::Graph;
 
@@ -216,8 +215,10 @@ pub struct CacheStats {
 // The policy: GPU-free, driven through `Backend`.
 
 /// What the policy asks of the world: the GPU cache implements it with
-/// captures and launches, the unit tests with a fake.
-pub(crate) trait Backend<G> {
+/// recordings and launches ([`GraphCache::run`]), callers with recordings
+/// of their own (the C API's, held between calls) implement it too
+/// ([`GraphCache::run_with`]), the unit tests with a fake.
+pub trait Backend<G> {
     /// Checked before a call that needs more than a replay.
     fn check_can_capture(&mut self) -> Result<()>;
     /// Runs the recording eagerly.
@@ -231,17 +232,21 @@ pub(crate) trait Backend<G> {
 }
 
 /// A graph a capture built, and its bytes.
-pub(crate) struct Built<G> {
-    pub(crate) graph: G,
-    pub(crate) bytes: usize,
+#[derive(Debug)]
+pub struct Built<G> {
+    /// The graph.
+    pub graph: G,
+    /// Capture-pool bytes it keeps in use ([`pool_delta`]).
+    pub bytes: usize,
 }
 
 /// What a refresh did.
-pub(crate) struct Refresh {
+#[derive(Debug, Clone, Copy)]
+pub struct Refresh {
     /// Every segment was updated in place.
-    pub(crate) in_place: bool,
+    pub in_place: bool,
     /// Change of the entry's bytes.
-    pub(crate) bytes_delta: isize,
+    pub bytes_delta: isize,
 }
 
 /// The clock the backoff reads (injectable for tests).
@@ -599,8 +604,9 @@ impl<K, L> std::fmt::Debug for GraphCache<K, L> {
     }
 }
 
-/// Capture-pool bytes the closure left in use (negative: freed).
-fn pool_delta<T>(ctx: &Context, f: impl FnOnce() -> Result<T>) -> Result<(T, isize)> {
+/// Runs `f` and returns the capture-pool bytes it left in use on `ctx`
+/// (negative: freed): what a cached graph pins.
+pub fn pool_delta<T>(ctx: &Context, f: impl FnOnce() -> Result<T>) -> Result<(T, isize)> {
     let before = ctx.pool_in_use_bytes();
     let value = f()?;
     let delta = ctx.pool_in_use_bytes() as isize - before as isize;
@@ -608,7 +614,7 @@ fn pool_delta<T>(ctx: &Context, f: impl FnOnce() -> Result<T>) -> Result<(T, isi
 }
 
 /// Refuses a call that must capture while the context cannot begin one.
-fn check_context(ctx: &Context) -> Result<()> {
+pub fn check_context(ctx: &Context) -> Result<()> {
     ctx.check_can_begin().map_err(|e| {
         Error::capture_state(format!(
             "the graph cache cannot capture now: {}",
@@ -665,55 +671,6 @@ where
     }
 }
 
-/// The backend of [`GraphCache::run_held`]: captures held by the context.
-struct HeldBackend<'a, F> {
-    ctx: &'a Context,
-    mode: CaptureMode,
-    max_tries: u32,
-    live: LivePtr,
-    record: F,
-}
-
-impl<F> Backend<Graph<LivePtr>> for HeldBackend<'_, F>
-where
-    F: FnMut(&Context) -> Result<()>,
-{
-    fn check_can_capture(&mut self) -> Result<()> {
-        check_context(self.ctx)
-    }
-
-    fn eager(&mut self) -> Result<()> {
-        let (ctx, record) = (self.ctx, &mut self.record);
-        ctx.with_running_live(self.live, || record(ctx))
-    }
-
-    fn capture(&mut self) -> Result<Built<Graph<LivePtr>>> {
-        let (ctx, record) = (self.ctx, &mut self.record);
-        let (done, delta) = pool_delta(ctx, || {
-            ctx.capture_held_with_retry(self.mode, self.live, self.max_tries, |c| {
-                c.defer_held_breaks()?;
-                record(c)
-            })
-        })?;
-        Ok(Built { graph: done.graph, bytes: delta.max(0) as usize })
-    }
-
-    fn refresh(&mut self, graph: &mut Graph<LivePtr>) -> Result<Refresh> {
-        let (ctx, record) = (self.ctx, &mut self.record);
-        let ((report, _tries), delta) = pool_delta(ctx, || {
-            ctx.update_held_with_retry(self.mode, self.live, self.max_tries, graph, |c| {
-                c.defer_held_breaks()?;
-                record(c)
-            })
-        })?;
-        Ok(Refresh { in_place: report.instantiated == 0, bytes_delta: delta })
-    }
-
-    fn launch(&mut self, graph: &Graph<LivePtr>) -> Result<()> {
-        graph.replay(&self.live)
-    }
-}
-
 impl<K: Hash + Eq + Clone, L> GraphCache<K, L> {
     /// A cache on `ctx` (which it keeps alive). Refused for an invalid
     /// `config` ([`CacheConfig::validate`]).
@@ -750,6 +707,19 @@ impl<K: Hash + Eq + Clone, L> GraphCache<K, L> {
         let mut core = self.core.lock()?;
         let (mode, max_tries) = (core.cfg.mode, core.cfg.max_tries);
         core.run(key, &mut GuardedBackend { ctx: &self.ctx, mode, max_tries, live, record })
+    }
+
+    /// [`GraphCache::run`] through a backend of the caller's: how it runs
+    /// the work eagerly, records, refreshes and launches (the C API records
+    /// through the recording its context holds between calls).
+    pub fn run_with(&self, key: &K, backend: &mut impl Backend<Graph<L>>) -> Result<Outcome> {
+        self.core.lock()?.run(key, backend)
+    }
+
+    /// The capture mode and re-recordings per attempt of its configuration.
+    pub fn capture_settings(&self) -> Result<(CaptureMode, u32)> {
+        let core = self.core.lock()?;
+        Ok((core.cfg.mode, core.cfg.max_tries))
     }
 
     /// Marks `key`'s graph for a refresh at its next call (re-captured and
@@ -802,21 +772,6 @@ impl<K: Hash + Eq + Clone, L> GraphCache<K, L> {
     pub fn debug_dot(&self, key: &K, path: impl AsRef<Path>) -> Result<()> {
         self.with_graph(key, |g| g.debug_dot(path))?
             .ok_or_else(|| Error::invalid("graph cache: the key has no cached graph"))
-    }
-}
-
-impl<K: Hash + Eq + Clone> GraphCache<K, LivePtr> {
-    /// [`GraphCache::run`] for recordings written against captures held by
-    /// the context (the C API's): `record` queues the work on the context
-    /// and splits it with [`Context::break_held`], whose functions receive
-    /// `live` (eagerly and at replay).
-    pub fn run_held<F>(&self, key: &K, live: LivePtr, record: F) -> Result<Outcome>
-    where
-        F: FnMut(&Context) -> Result<()>,
-    {
-        let mut core = self.core.lock()?;
-        let (mode, max_tries) = (core.cfg.mode, core.cfg.max_tries);
-        core.run(key, &mut HeldBackend { ctx: &self.ctx, mode, max_tries, live, record })
     }
 }
 

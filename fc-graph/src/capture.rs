@@ -1,615 +1,14 @@
-//! Recordings and their guards: begin a recording on a context, split it
-//! at breaks, end it into a [`Graph`] (or into an existing one, updating it
-//! in place). A guard dropped without `end` aborts the recording.
-//!
-//! A recording takes the context's work in one of two ways, chosen when it
-//! begins (see [`crate::recording_mode`]):
-//! - **built** (the default): the library's own work is written down as
-//!   ops ([`crate::segment`]) and each segment becomes a graph built node
-//!   by node when it ends; no stream enters capture mode, except during a
-//!   *foreign section* ([`Capture::foreign`]), which captures the stream
-//!   for the work other libraries enqueue on it and adds what it recorded
-//!   as one child graph node;
-//! - **captured**: the context's stream captures for the whole recording
-//!   (contexts whose stream was handed out, in [`RecordingMode::Auto`]).
-//!
-//! The recording itself (`Recording`, crate-private) does not own the
-//! context: a [`Capture`] guard pairs it with one, and a capture *held by
-//! the context* ([`crate::held`], used by the C API) keeps it inside the
-//! context.
-//!
-//! [`RecordingMode::Auto`]: crate::RecordingMode::Auto
+//! The recording guard: [`Capture`] keeps a [`Recording`] on the thread
+//! that began it and aborts it when dropped; [`break_here`] for code that
+//! runs both recorded and eagerly; re-recording of invalidated captures
+//! ([`Context::capture_with_retry`], [`Context::update_with_retry`]).
 
-use cuda_sys::*;
+use cuda_sys::CUstream;
 
-use crate::capture_state::ThreadTag;
-use crate::context::{lock, CaptureMode, Context};
-use crate::driver::{bound, check, RawCtx};
+use crate::context::{CaptureMode, Context};
 use crate::error::{Error, Result};
-use crate::graph::{destroy_graph, node_count, BreakFn, Captured, Graph, GraphExec, Piece, UpdateReport};
-use crate::segment::{materialize, Op, OwnedGraph};
-
-/// A piece recorded by an open recording. Segments stay unbuilt (ops) or
-/// raw graphs until the recording ends, so an update can update any of them
-/// in place.
-enum Pending<L> {
-    /// A segment the stream captured; `None` when it recorded nothing.
-    Segment(Option<Captured>),
-    /// A segment recorded by construction.
-    Built(Vec<Op>),
-    Break(BreakFn<L>),
-}
-
-/// An open foreign section: who opened it, in which capture mode.
-#[derive(Debug, Clone, Copy)]
-struct Foreign {
-    tid: i64,
-    mode: CaptureMode,
-}
-
-/// The recorded pieces of an open recording. Every consuming method leaves
-/// the stream out of capture and closes the context's capture state.
-pub(crate) struct Recording<L> {
-    mode: CaptureMode,
-    /// Built node by node (else the stream captures).
-    built: bool,
-    pieces: Vec<Pending<L>>,
-    segment_open: bool,
-    /// The open foreign section of a built recording.
-    foreign: Option<Foreign>,
-    failed: Option<Error>,
-    /// Whether a break's function runs once when the break is recorded
-    /// (the default); a graph cache records without running them.
-    run_breaks: bool,
-}
-
-// SAFETY: the raw graphs are driver handles usable from any thread, and
-// break functions are `Send + Sync`. Ending a THREAD_LOCAL capture from
-// another thread is refused by the driver with an error, not undefined.
-unsafe impl<L> Send for Recording<L> {}
-
-impl<L> Recording<L> {
-    /// Opens a recording of `ctx`: refused while another recording is open
-    /// on the context or one of its break functions runs.
-    pub(crate) fn begin(ctx: &Context, mode: CaptureMode) -> Result<Recording<L>> {
-        let in_break = ctx.in_break();
-        let mut state = lock(&ctx.inner.capture_state);
-        state.check_can_begin(in_break)?;
-        let built = !ctx.recordings_capture();
-        if built {
-            ctx.inner.sink.open();
-        } else {
-            begin_segment(ctx, mode)?;
-        }
-        if let Err(e) = state.begin(ThreadTag::current_tid(), in_break) {
-            drop(state);
-            Recording::<L> {
-                mode,
-                built,
-                pieces: Vec::new(),
-                segment_open: true,
-                foreign: None,
-                failed: None,
-                run_breaks: true,
-            }
-            .discard(ctx);
-            return Err(e);
-        }
-        Ok(Recording {
-            mode,
-            built,
-            pieces: Vec::new(),
-            segment_open: true,
-            foreign: None,
-            failed: None,
-            run_breaks: true,
-        })
-    }
-
-    /// Whether this recording builds its graphs node by node (else the
-    /// context's stream captures).
-    pub(crate) fn builds(&self) -> bool {
-        self.built
-    }
-
-    /// Refuses to end, split or abort a THREAD_LOCAL or GLOBAL capture on
-    /// another thread than the one that opened it (see
-    /// [`CaptureState::check_owner`](crate::capture_state::CaptureState::check_owner)):
-    /// nothing is touched and the capture stays open.
-    pub(crate) fn check_thread(&self, ctx: &Context, what: &str) -> Result<()> {
-        if self.mode == CaptureMode::Relaxed {
-            return Ok(());
-        }
-        lock(&ctx.inner.capture_state).check_owner(ThreadTag::current_tid(), what)
-    }
-
-    fn fail(&mut self, e: Error) -> Error {
-        self.failed = Some(e.clone());
-        e
-    }
-
-    /// Pieces recorded so far (segments ended plus breaks).
-    pub(crate) fn pieces_so_far(&self) -> usize {
-        self.pieces.len()
-    }
-
-    /// From now on breaks are recorded without running their function (it
-    /// runs at replay only): for callers whose capture must have no effect
-    /// beyond recording, such as the graph cache.
-    pub(crate) fn defer_breaks(&mut self) {
-        self.run_breaks = false;
-    }
-
-    /// Opens a foreign section: until [`Recording::foreign_end`], the
-    /// context's stream captures (in `mode`) whatever is enqueued on it,
-    /// the library's own work included, in order. Returns the stream. In a
-    /// captured recording the stream captures already: nothing changes.
-    pub(crate) fn foreign_begin(&mut self, ctx: &Context, mode: CaptureMode) -> Result<CUstream> {
-        if let Some(e) = &self.failed {
-            return Err(e.clone());
-        }
-        if !self.segment_open {
-            return Err(Error::capture_state(
-                "no segment is recording (a foreign section cannot begin inside a break)",
-            ));
-        }
-        if !self.built {
-            return Ok(ctx.stream());
-        }
-        if self.foreign.is_some() {
-            return Err(Error::capture_state("a foreign section is already open in this recording"));
-        }
-        let stream = ctx.stream();
-        ctx.inner.sink.pause();
-        let begun = bound(ctx.raw_ctx(), |d| {
-            // SAFETY: our stream, not capturing; the mode is a valid value.
-            check("cuStreamBeginCapture", unsafe { (d.cuStreamBeginCapture)(stream, mode.raw()) })
-        });
-        if let Err(e) = begun {
-            ctx.inner.sink.resume();
-            return Err(e);
-        }
-        self.foreign = Some(Foreign { tid: ThreadTag::current_tid(), mode });
-        Ok(stream)
-    }
-
-    /// Ends the open foreign section: what the stream captured becomes one
-    /// child graph node after the work recorded before the section, and
-    /// the library's work is built again. A THREAD_LOCAL or GLOBAL section
-    /// ends only on the thread that opened it (the driver's rule): refused
-    /// elsewhere, the section intact. A section the driver invalidated fails
-    /// the recording (ending it then fails with the same error).
-    pub(crate) fn foreign_end(&mut self, ctx: &Context) -> Result<()> {
-        let Some(f) = self.foreign else {
-            if !self.built && self.segment_open {
-                return Ok(());
-            }
-            return Err(Error::capture_state("no foreign section is open in this recording"));
-        };
-        if f.mode != CaptureMode::Relaxed && f.tid != ThreadTag::current_tid() {
-            return Err(Error::capture_state(format!(
-                "the foreign section was opened by {} in {:?} mode; only that thread can end it",
-                ThreadTag::of(f.tid),
-                f.mode
-            )));
-        }
-        self.foreign = None;
-        let ended = end_capture(ctx.raw_ctx(), ctx.stream());
-        let result = match ended {
-            Ok(Some(g)) => {
-                let op = Op::Child(Some(OwnedGraph::new(g, ctx.raw_ctx())));
-                // A closed segment cannot happen here (the section belongs
-                // to the open one); the op is dropped (destroyed) if it did.
-                let _ = ctx.inner.sink.push_paused(op);
-                Ok(())
-            }
-            Ok(None) => Ok(()),
-            Err(e) => Err(self.fail(e)),
-        };
-        ctx.inner.sink.resume();
-        result
-    }
-
-    /// A break: ends the current segment, runs `f` once now with `live`
-    /// (unless breaks are deferred), records it and opens the next segment.
-    pub(crate) fn brk(&mut self, ctx: &Context, live: &L, f: BreakFn<L>) -> Result<()> {
-        if let Some(e) = &self.failed {
-            return Err(e.clone());
-        }
-        if self.foreign.is_some() {
-            return Err(Error::capture_state(
-                "a break cannot split an open foreign section; end the foreign section first",
-            ));
-        }
-        self.segment_open = false;
-        if self.built {
-            let ops = ctx.inner.sink.close().unwrap_or_default();
-            self.pieces.push(Pending::Built(ops));
-        } else {
-            match end_segment(ctx) {
-                Ok(seg) => self.pieces.push(Pending::Segment(seg)),
-                Err(e) => return Err(self.fail(e)),
-            }
-        }
-        let ran = if self.run_breaks { ctx.run_capture_break(|| f(ctx, live)) } else { Ok(()) };
-        self.pieces.push(Pending::Break(f));
-        // Reopen the next segment even after a failed break, so that work
-        // queued before `end` is recorded (and discarded), never run eagerly.
-        if self.built {
-            ctx.inner.sink.open();
-        } else if let Err(e) = begin_segment(ctx, self.mode) {
-            return Err(self.fail(e));
-        }
-        self.segment_open = true;
-        ran.map_err(|e| {
-            let e = match e {
-                Error::Callback(_) => e,
-                other => Error::Callback(other.to_string()),
-            };
-            self.fail(e)
-        })
-    }
-
-    /// Whether the driver reports the stream's capture as invalidated (a
-    /// foreign device-wide synchronisation, say), so that recording it again
-    /// may succeed. A built recording can be invalidated only inside a
-    /// foreign section.
-    pub(crate) fn stream_invalidated(&self, ctx: &Context) -> bool {
-        let capturing = if self.built { self.foreign.is_some() } else { self.segment_open };
-        if !capturing {
-            return false;
-        }
-        let stream = ctx.stream();
-        bound(ctx.raw_ctx(), |d| {
-            let mut status = CU_STREAM_CAPTURE_STATUS_NONE;
-            // SAFETY: our stream; valid out-pointer.
-            check("cuStreamIsCapturing", unsafe { (d.cuStreamIsCapturing)(stream, &mut status) })?;
-            Ok(status == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
-        })
-        .unwrap_or(false)
-    }
-
-    /// Ends the recording and instantiates every segment.
-    pub(crate) fn end(mut self, ctx: &Context) -> Result<Graph<L>> {
-        let result = self.end_pieces(ctx);
-        self.close(ctx, result)
-    }
-
-    fn end_pieces(&mut self, ctx: &Context) -> Result<Graph<L>> {
-        let pieces = self.finish(ctx)?;
-        let mut built = Vec::with_capacity(pieces.len());
-        let mut failure = None;
-        for p in pieces {
-            built.push(match p {
-                Pending::Segment(Some(g)) => instantiate_piece(ctx, g, &mut failure),
-                Pending::Segment(None) => Piece::Segment(None),
-                Pending::Built(ops) => build_piece(ctx, ops, &mut failure),
-                Pending::Break(f) => Piece::Break(f),
-            });
-        }
-        match failure {
-            Some(e) => Err(e),
-            None => Ok(Graph::new(ctx.clone(), built)),
-        }
-    }
-
-    /// Ends the recording into `graph` (see [`Capture::end_update`]).
-    pub(crate) fn end_update(mut self, ctx: &Context, graph: &mut Graph<L>) -> Result<UpdateReport> {
-        let result = self.end_update_pieces(ctx, graph);
-        self.close(ctx, result)
-    }
-
-    fn end_update_pieces(&mut self, ctx: &Context, graph: &mut Graph<L>) -> Result<UpdateReport> {
-        if !graph.context().shares_memory_with(ctx) || graph.context().stream() != ctx.stream() {
-            return Err(Error::invalid("end_update: the graph belongs to another context"));
-        }
-        let pieces = self.finish(ctx)?;
-        let mut report = UpdateReport::default();
-        let mut built = Vec::with_capacity(pieces.len());
-        let mut failure = None;
-        for (i, p) in pieces.into_iter().enumerate() {
-            let piece = match p {
-                Pending::Break(f) => Piece::Break(f),
-                Pending::Segment(None) => Piece::Segment(None),
-                Pending::Built(ops) if ops.is_empty() => Piece::Segment(None),
-                Pending::Built(ops) => update_built(ctx, graph.segment_exec(i), i, ops, &mut report, &mut failure),
-                Pending::Segment(Some(mut g)) => {
-                    let updated = match graph.segment_exec(i) {
-                        Some(exec) => exec.update_from(&mut g).inspect(|&done| {
-                            if done {
-                                exec.forget_built();
-                            }
-                        }),
-                        None => Ok(false),
-                    };
-                    match updated {
-                        Ok(true) => {
-                            report.updated += 1;
-                            Piece::Reuse(i)
-                        }
-                        Ok(false) => {
-                            report.instantiated += 1;
-                            instantiate_piece(ctx, g, &mut failure)
-                        }
-                        Err(e) => {
-                            destroy_graph(ctx.raw_ctx(), g.graph);
-                            failure.get_or_insert(e);
-                            Piece::Segment(None)
-                        }
-                    }
-                }
-            };
-            built.push(piece);
-        }
-        if let Some(e) = failure {
-            return Err(e);
-        }
-        graph.replace_pieces(built);
-        Ok(report)
-    }
-
-    /// Aborts: ends the stream's capture, throws every recorded graph away
-    /// and closes the context's capture state.
-    pub(crate) fn abort(mut self, ctx: &Context) {
-        let _ = self.close(ctx, Ok(()));
-    }
-
-    /// Like [`Recording::abort`] for a context being torn down (no
-    /// `Context` handle left): leaves the stream out of capture and destroys
-    /// the recorded graphs. (The context drops its sink itself.)
-    pub(crate) fn abort_raw(mut self, raw: RawCtx, stream: CUstream) {
-        let capturing = if self.built { self.foreign.take().is_some() } else { self.segment_open };
-        if capturing {
-            if let Ok(Some(g)) = end_capture(raw, stream) {
-                destroy_graph(raw, g);
-            }
-        }
-        for p in self.pieces.drain(..) {
-            if let Pending::Segment(Some(c)) = p {
-                destroy_graph(raw, c.graph);
-            }
-        }
-    }
-
-    /// Ends the last segment (and an open foreign section, keeping its
-    /// work) and hands over the recorded pieces.
-    fn finish(&mut self, ctx: &Context) -> Result<Vec<Pending<L>>> {
-        if self.foreign.is_some() {
-            if let Err(e) = self.foreign_end(ctx) {
-                self.failed.get_or_insert(e);
-            }
-        }
-        if let Some(e) = self.failed.take() {
-            return Err(e);
-        }
-        self.segment_open = false;
-        if self.built {
-            let ops = ctx.inner.sink.close().unwrap_or_default();
-            self.pieces.push(Pending::Built(ops));
-        } else {
-            let last = end_segment(ctx)?;
-            self.pieces.push(Pending::Segment(last));
-        }
-        Ok(std::mem::take(&mut self.pieces))
-    }
-
-    /// Leaves the stream out of capture, drops what is left (without
-    /// touching the context's capture state).
-    fn discard(&mut self, ctx: &Context) {
-        if self.foreign.take().is_some() {
-            if let Ok(Some(g)) = end_capture(ctx.raw_ctx(), ctx.stream()) {
-                destroy_graph(ctx.raw_ctx(), g);
-            }
-        }
-        if self.segment_open {
-            self.segment_open = false;
-            if self.built {
-                drop(ctx.inner.sink.close());
-            } else if let Ok(Some(g)) = end_capture(ctx.raw_ctx(), ctx.stream()) {
-                destroy_graph(ctx.raw_ctx(), g);
-            }
-        }
-        for p in self.pieces.drain(..) {
-            if let Pending::Segment(Some(c)) = p {
-                destroy_graph(ctx.raw_ctx(), c.graph);
-            }
-        }
-    }
-
-    /// Leaves the stream out of capture, destroys what is left, names the
-    /// capture's first failure in an error, and closes the capture state.
-    fn close<T>(&mut self, ctx: &Context, result: Result<T>) -> Result<T> {
-        self.discard(ctx);
-        let mut state = lock(&ctx.inner.capture_state);
-        let result = result.map_err(|e| match state.first_failure() {
-            Some(note) if !e.to_string().contains(&note) => e.with_note(&note),
-            _ => e,
-        });
-        state.end();
-        result
-    }
-}
-
-/// Builds a recorded segment and instantiates it; on failure records the
-/// first error in `failure` and yields an empty segment.
-fn build_piece<L>(ctx: &Context, mut ops: Vec<Op>, failure: &mut Option<Error>) -> Piece<L> {
-    if ops.is_empty() {
-        return Piece::Segment(None);
-    }
-    let built = match materialize(ctx, &mut ops) {
-        Ok(b) => b,
-        Err(e) => {
-            failure.get_or_insert(e);
-            return Piece::Segment(None);
-        }
-    };
-    match GraphExec::instantiate_built(ctx, built, ops) {
-        Ok(e) => Piece::Segment(Some(e)),
-        Err(e) => {
-            failure.get_or_insert(e);
-            Piece::Segment(None)
-        }
-    }
-}
-
-/// Applies a re-recorded segment `ops` to `old` (segment `i` of the graph
-/// being updated): node by node where the shapes match (no driver call for
-/// unchanged nodes), else through `cuGraphExecUpdate` on a graph built from
-/// the ops, else instantiated anew.
-fn update_built<L>(
-    ctx: &Context,
-    old: Option<&mut GraphExec>,
-    i: usize,
-    mut ops: Vec<Op>,
-    report: &mut UpdateReport,
-    failure: &mut Option<Error>,
-) -> Piece<L> {
-    let Some(exec) = old else {
-        report.instantiated += 1;
-        return build_piece(ctx, ops, failure);
-    };
-    if exec.accepts_nodes(&ops) {
-        return match exec.update_nodes(ops) {
-            Ok(calls) => {
-                report.updated += 1;
-                report.node_calls += calls;
-                Piece::Reuse(i)
-            }
-            Err(e) => {
-                failure.get_or_insert(e);
-                Piece::Segment(None)
-            }
-        };
-    }
-    let built = match materialize(ctx, &mut ops) {
-        Ok(b) => b,
-        Err(e) => {
-            failure.get_or_insert(e);
-            return Piece::Segment(None);
-        }
-    };
-    let nodes = built.nodes.len();
-    let mut captured = Captured { graph: built.graph, nodes: Some(nodes), topology: None };
-    match exec.update_from(&mut captured) {
-        Ok(true) => {
-            exec.keep_built_ops(ops);
-            report.updated += 1;
-            Piece::Reuse(i)
-        }
-        Ok(false) => {
-            report.instantiated += 1;
-            match GraphExec::instantiate_built(
-                ctx,
-                crate::segment::Built { graph: captured.graph, nodes: built.nodes },
-                ops,
-            ) {
-                Ok(e) => Piece::Segment(Some(e)),
-                Err(e) => {
-                    failure.get_or_insert(e);
-                    Piece::Segment(None)
-                }
-            }
-        }
-        Err(e) => {
-            destroy_graph(ctx.raw_ctx(), captured.graph);
-            failure.get_or_insert(e);
-            Piece::Segment(None)
-        }
-    }
-}
-
-/// Starts capturing on `ctx`'s stream. (The plain binding, not
-/// `Context::bound`: callers may hold the capture-state lock.)
-fn begin_segment(ctx: &Context, mode: CaptureMode) -> Result<()> {
-    let stream = ctx.stream();
-    ctx.inner.segment.begin();
-    bound(ctx.raw_ctx(), |d| {
-        // SAFETY: our stream; the mode is a valid enum value.
-        check("cuStreamBeginCapture", unsafe { (d.cuStreamBeginCapture)(stream, mode.raw()) })
-    })
-}
-
-/// Ends `stream`'s capture; the graph it recorded, if the driver returned
-/// one. The stream is out of capture afterwards, even on error.
-fn end_capture(raw: RawCtx, stream: CUstream) -> Result<Option<CUgraph>> {
-    bound(raw, |d| end_capture_bound(d, stream))
-}
-
-/// [`end_capture`] with the context already bound.
-fn end_capture_bound(d: &Driver, stream: CUstream) -> Result<Option<CUgraph>> {
-    let mut g: CUgraph = std::ptr::null_mut();
-    // SAFETY: our stream, capturing; valid out-pointer.
-    let res = unsafe { (d.cuStreamEndCapture)(stream, &mut g) };
-    if res != CUDA_SUCCESS && !g.is_null() {
-        // SAFETY: a graph the failed end handed us; destroyed once.
-        unsafe { (d.cuGraphDestroy)(g) };
-    }
-    check("cuStreamEndCapture", res)?;
-    Ok((!g.is_null()).then_some(g))
-}
-
-/// How many nodes the next captured work on `stream` would depend on (the
-/// capture's open ends), or `None` when the driver cannot say (the capture
-/// is not active, or the query failed). Constant time, unlike counting the
-/// graph's nodes.
-fn open_ends(d: &Driver, stream: CUstream) -> Option<usize> {
-    let mut status = CU_STREAM_CAPTURE_STATUS_NONE;
-    let mut id: cuuint64_t = 0;
-    let mut graph: CUgraph = std::ptr::null_mut();
-    let mut deps: *const CUgraphNode = std::ptr::null();
-    let mut n = 0usize;
-    // SAFETY: our stream; valid out-pointers (the dependency array stays the
-    // driver's and is not read).
-    let res = unsafe { (d.cuStreamGetCaptureInfo)(stream, &mut status, &mut id, &mut graph, &mut deps, &mut n) };
-    (res == CUDA_SUCCESS && status == CU_STREAM_CAPTURE_STATUS_ACTIVE).then_some(n)
-}
-
-/// Ends the stream's capture and returns the recorded graph, or `None`
-/// (already destroyed) when it holds no node. The caller destroys the graph.
-///
-/// A capture whose stream has open ends recorded work (the ends are nodes
-/// of its graph), so its nodes are not counted here: `cuGraphGetNodes`
-/// walks the whole graph. Only a capture without open ends (usually one
-/// that recorded nothing, where counting is free) is counted. A segment of
-/// the library's kernel launches alone carries its [`Topology`] instead
-/// (see [`crate::topology`]), so that even an update needs no count.
-///
-/// [`Topology`]: crate::topology::Topology
-fn end_segment(ctx: &Context) -> Result<Option<Captured>> {
-    let stream = ctx.stream();
-    let (graph, ends) = ctx.bound(|d| {
-        let ends = open_ends(d, stream);
-        Ok((end_capture_bound(d, stream)?, ends))
-    })?;
-    let Some(graph) = graph else {
-        return Ok(None);
-    };
-    if ends.is_some_and(|n| n > 0) {
-        let topology = ctx.inner.segment.topology();
-        return Ok(Some(Captured { graph, nodes: None, topology }));
-    }
-    let nodes = ctx.bound(|d| node_count(d, graph));
-    match nodes {
-        Ok(nodes) if nodes > 0 => Ok(Some(Captured { graph, nodes: Some(nodes), topology: None })),
-        other => {
-            destroy_graph(ctx.raw_ctx(), graph);
-            other.map(|_| None)
-        }
-    }
-}
-
-/// Instantiates a recorded segment (taking ownership of `g`); on failure
-/// records the first error in `failure` and yields an empty segment, so
-/// the caller still disposes of every other recorded graph.
-fn instantiate_piece<L>(ctx: &Context, g: Captured, failure: &mut Option<Error>) -> Piece<L> {
-    match GraphExec::instantiate(ctx, g) {
-        Ok(e) => Piece::Segment(Some(e)),
-        Err(e) => {
-            failure.get_or_insert(e);
-            Piece::Segment(None)
-        }
-    }
-}
+use crate::graph::{Graph, UpdateReport};
+use crate::recording::Recording;
 
 /// An open capture on a context. `L` is the live value type its breaks
 /// receive (see [`Graph::replay`]). Dropping it without [`Capture::end`]
@@ -646,7 +45,7 @@ impl<L> std::fmt::Debug for Capture<L> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Capture")
             .field("device", &self.ctx.device_id())
-            .field("mode", &self.recording.as_ref().map(|r| r.mode))
+            .field("mode", &self.recording.as_ref().map(Recording::mode))
             .field("pieces_so_far", &self.pieces_so_far())
             .finish()
     }
@@ -684,8 +83,7 @@ impl<L> Capture<L> {
     where
         F: Fn(&Context, &L) -> Result<()> + Send + Sync + 'static,
     {
-        let ctx = self.ctx.clone();
-        self.recording()?.brk(&ctx, live, Box::new(f))
+        self.recording()?.brk(live, Box::new(f))
     }
 
     /// Whether this recording builds its graphs node by node (the default;
@@ -703,16 +101,14 @@ impl<L> Capture<L> {
     /// while a section is open. Enqueue nothing on the stream after the
     /// section ends unless it should run eagerly.
     pub fn foreign_begin(&mut self, mode: CaptureMode) -> Result<CUstream> {
-        let ctx = self.ctx.clone();
-        self.recording()?.foreign_begin(&ctx, mode)
+        self.recording()?.foreign_begin(mode)
     }
 
     /// Ends the foreign section (see [`Capture::foreign_begin`]). A
     /// THREAD_LOCAL or GLOBAL section ends only on the thread that began
     /// it; a section the driver invalidated fails the recording.
     pub fn foreign_end(&mut self) -> Result<()> {
-        let ctx = self.ctx.clone();
-        self.recording()?.foreign_end(&ctx)
+        self.recording()?.foreign_end()
     }
 
     /// Runs `f` with the context's stream inside a foreign section (see
@@ -730,15 +126,14 @@ impl<L> Capture<L> {
     /// by another library's device-wide synchronisation): ending it will
     /// fail, and recording it again may succeed.
     pub fn is_invalidated(&self) -> bool {
-        self.recording.as_ref().is_some_and(|r| r.stream_invalidated(&self.ctx))
+        self.recording.as_ref().is_some_and(Recording::is_invalidated)
     }
 
     /// Ends the capture and instantiates every segment. On error nothing is
     /// returned, the stream is left out of capture, and the message names
     /// the first failing call inside the capture (call, thread, CUDA error).
     pub fn end(mut self) -> Result<Graph<L>> {
-        let ctx = self.ctx.clone();
-        self.recording.take().ok_or_else(|| Error::capture_state("the capture has ended"))?.end(&ctx)
+        self.recording.take().ok_or_else(|| Error::capture_state("the capture has ended"))?.end()
     }
 
     /// Ends the capture into `graph`, an earlier capture of the same
@@ -751,8 +146,7 @@ impl<L> Capture<L> {
     /// pieces, but segments already updated in place carry the new
     /// parameters. Do not replay `graph` meanwhile.
     pub fn end_update(mut self, graph: &mut Graph<L>) -> Result<UpdateReport> {
-        let ctx = self.ctx.clone();
-        self.recording.take().ok_or_else(|| Error::capture_state("the capture has ended"))?.end_update(&ctx, graph)
+        self.recording.take().ok_or_else(|| Error::capture_state("the capture has ended"))?.end_update(graph)
     }
 }
 
@@ -772,7 +166,7 @@ where
 impl<L> Drop for Capture<L> {
     fn drop(&mut self) {
         if let Some(rec) = self.recording.take() {
-            rec.abort(&self.ctx);
+            rec.abort();
         }
     }
 }
@@ -846,7 +240,7 @@ impl Context {
 /// Runs `attempt` up to `max_tries` times while it fails with an
 /// invalidated capture, backing off between tries; returns its value and
 /// the number of tries.
-pub(crate) fn retry_invalidated<R>(max_tries: u32, mut attempt: impl FnMut() -> Result<R>) -> Result<(R, u32)> {
+pub fn retry_invalidated<R>(max_tries: u32, mut attempt: impl FnMut() -> Result<R>) -> Result<(R, u32)> {
     if max_tries == 0 {
         return Err(Error::invalid("max_tries must be at least 1"));
     }

@@ -14,14 +14,12 @@
 //! Several contexts on one device are independent (each its own stream,
 //! capture state and capture pool).
 
-use std::os::raw::c_void;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use cuda_sys::*;
 
 use crate::builtins::Builtins;
-use crate::capture::Recording;
 use crate::capture_state::{self, CaptureState, CtxKey};
 use crate::device::Device;
 use crate::driver::{bound, check, driver, shielded, CaptureShield, RawCtx};
@@ -68,23 +66,6 @@ pub enum ContextKind {
     Isolated,
 }
 
-/// An opaque, pointer-sized live value for captures held by the context
-/// (the C API's `void *live`): break functions receive it, the library
-/// never dereferences it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LivePtr(pub *mut c_void);
-
-impl LivePtr {
-    /// The null live value.
-    pub const NULL: LivePtr = LivePtr(std::ptr::null_mut());
-}
-
-// SAFETY: an opaque pointer the caller owns; the library only hands it back
-// to the caller's break functions, on whichever thread replays.
-unsafe impl Send for LivePtr {}
-// SAFETY: as above; never dereferenced here.
-unsafe impl Sync for LivePtr {}
-
 /// A context on one device. Cheap to clone (shared handle); `Send + Sync`.
 #[derive(Clone)]
 pub struct Context {
@@ -113,13 +94,6 @@ pub(crate) struct ContextInner {
     pub(crate) kind: ContextKind,
     pub(crate) capture_state: Mutex<CaptureState>,
     pub(crate) pool: Mutex<PoolAllocator>,
-    /// The capture held by the context itself (`begin_held`...), for callers
-    /// that cannot keep a [`crate::Capture`] guard (the C API).
-    pub(crate) held: Mutex<Option<Recording<LivePtr>>>,
-    /// The live value breaks of the held capture receive while it records.
-    /// (The live value of a held-capture break function running now is
-    /// per thread: [`capture_state::run_with_live`].)
-    pub(crate) capture_live: AtomicPtr<c_void>,
     /// What the context is isolated by ([`Isolation::None`] for primary).
     isolation: Isolation,
     /// The green context behind `raw` (null unless green).
@@ -304,8 +278,6 @@ impl Context {
                 builtins: OnceLock::new(),
                 capture_state: Mutex::new(CaptureState::default()),
                 pool: Mutex::new(PoolAllocator::default()),
-                held: Mutex::new(None),
-                capture_live: AtomicPtr::new(std::ptr::null_mut()),
                 pdl_switch: AtomicBool::new(true),
                 sink: Sink::default(),
                 recording_mode: AtomicU8::new(recording_mode.to_u8()),
@@ -488,6 +460,21 @@ impl Context {
         Arc::as_ptr(&self.inner) as CtxKey
     }
 
+    /// Runs `f` with `value` published as the calling thread's value for
+    /// this context (what [`Context::thread_value`] returns meanwhile, on
+    /// this thread only; the innermost publication wins), until `f` returns
+    /// or unwinds. For callers that hand an opaque value to nested callbacks
+    /// (the C API's live pointer of a break function that passes through).
+    pub fn with_thread_value<T>(&self, value: *mut std::os::raw::c_void, f: impl FnOnce() -> T) -> T {
+        capture_state::run_with_live(self.key(), value, f)
+    }
+
+    /// The innermost value published on the calling thread for this context
+    /// by [`Context::with_thread_value`], or null.
+    pub fn thread_value(&self) -> *mut std::os::raw::c_void {
+        capture_state::thread_running_live(self.key())
+    }
+
     /// Runs a break function with the calling thread marked as inside a
     /// break of this context (at capture and at replay): on this thread,
     /// nested breaks pass through and no capture may begin meanwhile; other
@@ -587,8 +574,9 @@ impl Context {
 }
 
 impl Drop for ContextInner {
-    /// Tears down in an explicit order: wait for the stream; abort a capture
-    /// the context still holds; destroy the built-in module; free the
+    /// Tears down in an explicit order: wait for the stream; drop what an
+    /// open recording's segment holds (a recording holds the context, so
+    /// none is open unless its owner leaked it); destroy the built-in module; free the
     /// capture pool; destroy the stream; and only then release (primary) or
     /// destroy (private or green) the CUDA context. Everything else that uses the
     /// context (buffers, graphs, modules, events) holds a `Context` clone,
@@ -599,14 +587,10 @@ impl Drop for ContextInner {
         let raw = self.raw;
         let stream = self.stream;
         let builtins = self.builtins.take();
-        let held = self.held.get_mut().map(Option::take).unwrap_or_else(|p| p.into_inner().take());
         let slabs: Vec<(u64, u64)> = lock(&self.pool).slabs().collect();
         let _ = shielded(raw, |d| {
             // SAFETY: our stream; waits for queued work before tearing down.
             unsafe { (d.cuStreamSynchronize)(stream) };
-            if let Some(rec) = held {
-                rec.abort_raw(raw, stream);
-            }
             // Ops of an open segment (child graphs among them) go while the
             // context still exists.
             drop(self.sink.close());

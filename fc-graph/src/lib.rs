@@ -206,9 +206,9 @@
 //! `Send + Sync`. One context may be used from several threads: work is
 //! queued on its stream in the order the calls are made. At most one
 //! capture is open per context; a [`Capture`] guard stays on the thread that
-//! opened it (the driver lets only that thread end it), and the
-//! captures [held by the context](held) serve callers that open and end a
-//! capture in different places (the C API). Contexts on different devices,
+//! opened it (the driver lets only that thread end it), and a
+//! [`Recording`] itself serves callers that open and end a recording in
+//! different places (the C API holds one per context between calls). Contexts on different devices,
 //! or several on one device, capture independently and concurrently.
 //!
 //! ## Errors
@@ -260,8 +260,12 @@
 //! [`driver()`] loads the driver ([`cuda_sys`]); [`device`], [`context`],
 //! [`buffer`] and [`pool`] hold devices, contexts and memory; [`builtins`]
 //! and [`module`] the kernels, [`launch`] how they are launched (with
-//! programmatic dependent launch where it pays); [`capture`],
-//! [`capture_state`], [`held`] and [`graph`] capture and replay;
+//! programmatic dependent launch where it pays); [`recording`] (a
+//! recording: its segments, breaks and foreign sections; how it takes the
+//! work is [`recording_mode`]'s choice), [`capture`] (its guard and
+//! re-recording), [`capture_state`] (one recording per context) and
+//! [`graph`] record and replay; [`graph_builder`] builds graphs node by
+//! node explicitly;
 //! [`isolation`] how isolated contexts are made; [`event`]
 //! timing events; [`buckets`] token buckets; [`cache`] the graph cache.
 
@@ -279,13 +283,13 @@ pub mod event;
 pub mod features;
 pub mod graph;
 pub mod graph_builder;
-pub mod held;
 pub mod isolation;
 pub mod launch;
 pub mod module;
 mod nodes;
 pub mod pool;
 pub mod ptx_params;
+pub mod recording;
 pub mod recording_mode;
 mod segment;
 #[cfg(test)]
@@ -296,7 +300,7 @@ pub use buffer::{DeviceBuffer, Origin};
 pub use builtins::BinaryOp;
 pub use cache::{CacheConfig, CacheStats, GraphCache, Outcome};
 pub use capture::{break_here, Capture, Recaptured};
-pub use context::{CaptureMode, Context, ContextKind, LivePtr};
+pub use context::{CaptureMode, Context, ContextKind};
 pub use device::Device;
 pub use driver::driver;
 pub use error::{Error, Result};
@@ -306,6 +310,7 @@ pub use graph_builder::{BuiltGraph, GraphBuilder, KernelParams, MemsetParams};
 pub use isolation::{Isolation, IsolationRequest};
 pub use launch::{supports_pdl, LaunchOptions};
 pub use module::{Kernel, KernelArg, LaunchConfig, LaunchLimits, Module};
+pub use recording::Recording;
 pub use recording_mode::RecordingMode;
 
 /// The library version.

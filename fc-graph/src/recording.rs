@@ -1,0 +1,654 @@
+//! Recordings: the object that owns what a recording of a context took
+//! until it ends: its segments (ops or captured graphs), breaks, open
+//! foreign section, first failure. Begin one on a context, split it at
+//! breaks, end it into a [`Graph`] (or into an existing one, updating it in
+//! place). Dropped without `end`, it aborts. [`crate::Capture`] is the
+//! guard that keeps one on the thread that began it; callers that cannot
+//! keep a guard across calls (the C API) hold a `Recording` themselves.
+//!
+//! A recording takes the context's work in one of two ways, chosen when it
+//! begins (see [`crate::recording_mode`]):
+//! - **built** (the default): the library's own work is written down as
+//!   ops ([`crate::segment`]) and each segment becomes a graph built node
+//!   by node when it ends; no stream enters capture mode, except during a
+//!   *foreign section* ([`Capture::foreign`]), which captures the stream
+//!   for the work other libraries enqueue on it and adds what it recorded
+//!   as one child graph node;
+//! - **captured**: the context's stream captures for the whole recording
+//!   (contexts whose stream was handed out, in [`RecordingMode::Auto`]).
+//!
+//! One recording at a time per context (the context's capture state,
+//! [`crate::capture_state`], refuses a second).
+//!
+//! [`RecordingMode::Auto`]: crate::RecordingMode::Auto
+
+use cuda_sys::*;
+
+use crate::capture_state::ThreadTag;
+use crate::context::{lock, CaptureMode, Context};
+use crate::driver::{bound, check, RawCtx};
+use crate::error::{Error, Result};
+use crate::graph::{destroy_graph, node_count, BreakFn, Captured, Graph, GraphExec, Piece, UpdateReport};
+use crate::segment::{materialize, Op, OwnedGraph};
+
+/// A piece recorded by an open recording. Segments stay unbuilt (ops) or
+/// raw graphs until the recording ends, so an update can update any of them
+/// in place.
+enum Pending<L> {
+    /// A segment the stream captured; `None` when it recorded nothing.
+    Segment(Option<Captured>),
+    /// A segment recorded by construction.
+    Built(Vec<Op>),
+    Break(BreakFn<L>),
+}
+
+/// An open foreign section: who opened it, in which capture mode.
+#[derive(Debug, Clone, Copy)]
+struct Foreign {
+    tid: i64,
+    mode: CaptureMode,
+}
+
+/// An open recording of a context (see the [module docs](self)). `L` is
+/// the live value its breaks receive at replay. Every consuming method, and
+/// dropping it, leaves the stream out of capture and closes the context's
+/// capture state. When the recording captures the stream (or a foreign
+/// section is open) in THREAD_LOCAL or GLOBAL mode, end, abort or drop it
+/// on the thread that began it: the driver refuses to end such a capture
+/// elsewhere (the stream would keep capturing).
+pub struct Recording<L = ()> {
+    ctx: Context,
+    /// Ended or aborted: nothing left to close.
+    closed: bool,
+    mode: CaptureMode,
+    /// Built node by node (else the stream captures).
+    built: bool,
+    pieces: Vec<Pending<L>>,
+    segment_open: bool,
+    /// The open foreign section of a built recording.
+    foreign: Option<Foreign>,
+    failed: Option<Error>,
+    /// Whether a break's function runs once when the break is recorded
+    /// (the default); a graph cache records without running them.
+    run_breaks: bool,
+}
+
+// SAFETY: the raw graphs are driver handles usable from any thread, and
+// break functions are `Send + Sync`. Ending a THREAD_LOCAL capture from
+// another thread is refused by the driver with an error, not undefined.
+unsafe impl<L> Send for Recording<L> {}
+
+impl<L> std::fmt::Debug for Recording<L> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recording")
+            .field("device", &self.ctx.device_id())
+            .field("mode", &self.mode)
+            .field("builds", &self.built)
+            .field("pieces_so_far", &self.pieces.len())
+            .field("foreign_section_open", &self.foreign.is_some())
+            .finish()
+    }
+}
+
+impl<L> Recording<L> {
+    /// Opens a recording of `ctx`: refused while another recording is open
+    /// on the context or one of its break functions runs on this thread.
+    /// Whether it builds or captures is the context's recording mode's
+    /// choice now ([`Context::recordings_capture`]).
+    pub fn begin(ctx: &Context, mode: CaptureMode) -> Result<Recording<L>> {
+        let in_break = ctx.in_break();
+        let mut state = lock(&ctx.inner.capture_state);
+        state.check_can_begin(in_break)?;
+        let built = !ctx.recordings_capture();
+        if built {
+            ctx.inner.sink.open();
+        } else {
+            begin_segment(ctx, mode)?;
+        }
+        let mut rec = Recording {
+            ctx: ctx.clone(),
+            closed: false,
+            mode,
+            built,
+            pieces: Vec::new(),
+            segment_open: true,
+            foreign: None,
+            failed: None,
+            run_breaks: true,
+        };
+        if let Err(e) = state.begin(ThreadTag::current_tid(), in_break) {
+            drop(state);
+            rec.discard();
+            rec.closed = true;
+            return Err(e);
+        }
+        Ok(rec)
+    }
+
+    /// The context recorded.
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// The capture mode it was begun with.
+    pub fn mode(&self) -> CaptureMode {
+        self.mode
+    }
+
+    /// Whether this recording builds its graphs node by node (else the
+    /// context's stream captures).
+    pub fn builds(&self) -> bool {
+        self.built
+    }
+
+    /// Refuses to end, split or abort a THREAD_LOCAL or GLOBAL capture on
+    /// another thread than the one that opened it (see
+    /// [`CaptureState::check_owner`](crate::capture_state::CaptureState::check_owner)):
+    /// nothing is touched and the capture stays open.
+    pub fn check_thread(&self, what: &str) -> Result<()> {
+        if self.mode == CaptureMode::Relaxed {
+            return Ok(());
+        }
+        lock(&self.ctx.inner.capture_state).check_owner(ThreadTag::current_tid(), what)
+    }
+
+    fn fail(&mut self, e: Error) -> Error {
+        self.failed = Some(e.clone());
+        e
+    }
+
+    /// Pieces recorded so far (segments ended plus breaks).
+    pub fn pieces_so_far(&self) -> usize {
+        self.pieces.len()
+    }
+
+    /// From now on breaks are recorded without running their function (it
+    /// runs at replay only): for callers whose capture must have no effect
+    /// beyond recording, such as the graph cache.
+    pub fn defer_breaks(&mut self) {
+        self.run_breaks = false;
+    }
+
+    /// Opens a foreign section: until [`Recording::foreign_end`], the
+    /// context's stream captures (in `mode`) whatever is enqueued on it,
+    /// the library's own work included, in order. Returns the stream. In a
+    /// captured recording the stream captures already: nothing changes.
+    pub fn foreign_begin(&mut self, mode: CaptureMode) -> Result<CUstream> {
+        let ctx = &self.ctx;
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        if !self.segment_open {
+            return Err(Error::capture_state(
+                "no segment is recording (a foreign section cannot begin inside a break)",
+            ));
+        }
+        if !self.built {
+            return Ok(ctx.stream());
+        }
+        if self.foreign.is_some() {
+            return Err(Error::capture_state("a foreign section is already open in this recording"));
+        }
+        let stream = ctx.stream();
+        ctx.inner.sink.pause();
+        let begun = bound(ctx.raw_ctx(), |d| {
+            // SAFETY: our stream, not capturing; the mode is a valid value.
+            check("cuStreamBeginCapture", unsafe { (d.cuStreamBeginCapture)(stream, mode.raw()) })
+        });
+        if let Err(e) = begun {
+            ctx.inner.sink.resume();
+            return Err(e);
+        }
+        self.foreign = Some(Foreign { tid: ThreadTag::current_tid(), mode });
+        Ok(stream)
+    }
+
+    /// Ends the open foreign section: what the stream captured becomes one
+    /// child graph node after the work recorded before the section, and
+    /// the library's work is built again. A THREAD_LOCAL or GLOBAL section
+    /// ends only on the thread that opened it (the driver's rule): refused
+    /// elsewhere, the section intact. A section the driver invalidated fails
+    /// the recording (ending it then fails with the same error).
+    pub fn foreign_end(&mut self) -> Result<()> {
+        let ctx = self.ctx.clone();
+        let ctx = &ctx;
+        let Some(f) = self.foreign else {
+            if !self.built && self.segment_open {
+                return Ok(());
+            }
+            return Err(Error::capture_state("no foreign section is open in this recording"));
+        };
+        if f.mode != CaptureMode::Relaxed && f.tid != ThreadTag::current_tid() {
+            return Err(Error::capture_state(format!(
+                "the foreign section was opened by {} in {:?} mode; only that thread can end it",
+                ThreadTag::of(f.tid),
+                f.mode
+            )));
+        }
+        self.foreign = None;
+        let ended = end_capture(ctx.raw_ctx(), ctx.stream());
+        let result = match ended {
+            Ok(Some(g)) => {
+                let op = Op::Child(Some(OwnedGraph::new(g, ctx.raw_ctx())));
+                // A closed segment cannot happen here (the section belongs
+                // to the open one); the op is dropped (destroyed) if it did.
+                let _ = ctx.inner.sink.push_paused(op);
+                Ok(())
+            }
+            Ok(None) => Ok(()),
+            Err(e) => Err(self.fail(e)),
+        };
+        ctx.inner.sink.resume();
+        result
+    }
+
+    /// A break: ends the current segment, runs `f` once now with `live`
+    /// (unless breaks are deferred), records it and opens the next segment.
+    pub fn brk(&mut self, live: &L, f: BreakFn<L>) -> Result<()> {
+        let ctx = self.ctx.clone();
+        let ctx = &ctx;
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        if self.foreign.is_some() {
+            return Err(Error::capture_state(
+                "a break cannot split an open foreign section; end the foreign section first",
+            ));
+        }
+        self.segment_open = false;
+        if self.built {
+            let ops = ctx.inner.sink.close().unwrap_or_default();
+            self.pieces.push(Pending::Built(ops));
+        } else {
+            match end_segment(ctx) {
+                Ok(seg) => self.pieces.push(Pending::Segment(seg)),
+                Err(e) => return Err(self.fail(e)),
+            }
+        }
+        let ran = if self.run_breaks { ctx.run_capture_break(|| f(ctx, live)) } else { Ok(()) };
+        self.pieces.push(Pending::Break(f));
+        // Reopen the next segment even after a failed break, so that work
+        // queued before `end` is recorded (and discarded), never run eagerly.
+        if self.built {
+            ctx.inner.sink.open();
+        } else if let Err(e) = begin_segment(ctx, self.mode) {
+            return Err(self.fail(e));
+        }
+        self.segment_open = true;
+        ran.map_err(|e| {
+            let e = match e {
+                Error::Callback(_) => e,
+                other => Error::Callback(other.to_string()),
+            };
+            self.fail(e)
+        })
+    }
+
+    /// Whether the driver reports the stream's capture as invalidated (a
+    /// foreign device-wide synchronisation, say), so that recording it again
+    /// may succeed. A built recording can be invalidated only inside a
+    /// foreign section.
+    pub fn is_invalidated(&self) -> bool {
+        let ctx = &self.ctx;
+        let capturing = if self.built { self.foreign.is_some() } else { self.segment_open };
+        if !capturing {
+            return false;
+        }
+        let stream = ctx.stream();
+        bound(ctx.raw_ctx(), |d| {
+            let mut status = CU_STREAM_CAPTURE_STATUS_NONE;
+            // SAFETY: our stream; valid out-pointer.
+            check("cuStreamIsCapturing", unsafe { (d.cuStreamIsCapturing)(stream, &mut status) })?;
+            Ok(status == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
+        })
+        .unwrap_or(false)
+    }
+
+    /// Ends the recording and instantiates every segment. On error nothing
+    /// is returned, the stream is left out of capture, and the message names
+    /// the first failing call inside the recording (call, thread, CUDA
+    /// error).
+    pub fn end(mut self) -> Result<Graph<L>> {
+        let ctx = self.ctx.clone();
+        let result = self.end_pieces(&ctx);
+        self.close(result)
+    }
+
+    fn end_pieces(&mut self, ctx: &Context) -> Result<Graph<L>> {
+        let pieces = self.finish(ctx)?;
+        let mut built = Vec::with_capacity(pieces.len());
+        let mut failure = None;
+        for p in pieces {
+            built.push(match p {
+                Pending::Segment(Some(g)) => instantiate_piece(ctx, g, &mut failure),
+                Pending::Segment(None) => Piece::Segment(None),
+                Pending::Built(ops) => build_piece(ctx, ops, &mut failure),
+                Pending::Break(f) => Piece::Break(f),
+            });
+        }
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(Graph::new(ctx.clone(), built)),
+        }
+    }
+
+    /// Ends the recording into `graph`, an earlier recording of the same
+    /// context: segments built from the same kernels and fills in the same
+    /// order are updated node by node (one driver call per changed node,
+    /// none when nothing changed), other segments whose topology matches
+    /// are updated with `cuGraphExecUpdate`, the rest instantiated anew,
+    /// and the breaks become this recording's. On error `graph` keeps its
+    /// old pieces, but segments already updated carry the new parameters.
+    /// Do not replay `graph` meanwhile.
+    pub fn end_update(mut self, graph: &mut Graph<L>) -> Result<UpdateReport> {
+        let ctx = self.ctx.clone();
+        let result = self.end_update_pieces(&ctx, graph);
+        self.close(result)
+    }
+
+    fn end_update_pieces(&mut self, ctx: &Context, graph: &mut Graph<L>) -> Result<UpdateReport> {
+        if !graph.context().shares_memory_with(ctx) || graph.context().stream() != ctx.stream() {
+            return Err(Error::invalid("end_update: the graph belongs to another context"));
+        }
+        let pieces = self.finish(ctx)?;
+        let mut report = UpdateReport::default();
+        let mut built = Vec::with_capacity(pieces.len());
+        let mut failure = None;
+        for (i, p) in pieces.into_iter().enumerate() {
+            let piece = match p {
+                Pending::Break(f) => Piece::Break(f),
+                Pending::Segment(None) => Piece::Segment(None),
+                Pending::Built(ops) if ops.is_empty() => Piece::Segment(None),
+                Pending::Built(ops) => update_built(ctx, graph.segment_exec(i), i, ops, &mut report, &mut failure),
+                Pending::Segment(Some(mut g)) => {
+                    let updated = match graph.segment_exec(i) {
+                        Some(exec) => exec.update_from(&mut g).inspect(|&done| {
+                            if done {
+                                exec.forget_built();
+                            }
+                        }),
+                        None => Ok(false),
+                    };
+                    match updated {
+                        Ok(true) => {
+                            report.updated += 1;
+                            Piece::Reuse(i)
+                        }
+                        Ok(false) => {
+                            report.instantiated += 1;
+                            instantiate_piece(ctx, g, &mut failure)
+                        }
+                        Err(e) => {
+                            destroy_graph(ctx.raw_ctx(), g.graph);
+                            failure.get_or_insert(e);
+                            Piece::Segment(None)
+                        }
+                    }
+                }
+            };
+            built.push(piece);
+        }
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        graph.replace_pieces(built);
+        Ok(report)
+    }
+
+    /// Aborts: leaves the stream out of capture, throws everything
+    /// recorded away and closes the context's capture state.
+    pub fn abort(mut self) {
+        let _ = self.close(Ok(()));
+    }
+
+    /// Ends the last segment (and an open foreign section, keeping its
+    /// work) and hands over the recorded pieces.
+    fn finish(&mut self, ctx: &Context) -> Result<Vec<Pending<L>>> {
+        if self.foreign.is_some() {
+            if let Err(e) = self.foreign_end() {
+                self.failed.get_or_insert(e);
+            }
+        }
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        self.segment_open = false;
+        if self.built {
+            let ops = ctx.inner.sink.close().unwrap_or_default();
+            self.pieces.push(Pending::Built(ops));
+        } else {
+            let last = end_segment(ctx)?;
+            self.pieces.push(Pending::Segment(last));
+        }
+        Ok(std::mem::take(&mut self.pieces))
+    }
+
+    /// Leaves the stream out of capture, drops what is left (without
+    /// touching the context's capture state).
+    fn discard(&mut self) {
+        let ctx = self.ctx.clone();
+        let ctx = &ctx;
+        if self.foreign.take().is_some() {
+            if let Ok(Some(g)) = end_capture(ctx.raw_ctx(), ctx.stream()) {
+                destroy_graph(ctx.raw_ctx(), g);
+            }
+        }
+        if self.segment_open {
+            self.segment_open = false;
+            if self.built {
+                drop(ctx.inner.sink.close());
+            } else if let Ok(Some(g)) = end_capture(ctx.raw_ctx(), ctx.stream()) {
+                destroy_graph(ctx.raw_ctx(), g);
+            }
+        }
+        for p in self.pieces.drain(..) {
+            if let Pending::Segment(Some(c)) = p {
+                destroy_graph(ctx.raw_ctx(), c.graph);
+            }
+        }
+    }
+
+    /// Leaves the stream out of capture, destroys what is left, names the
+    /// capture's first failure in an error, and closes the capture state.
+    fn close<T>(&mut self, result: Result<T>) -> Result<T> {
+        if self.closed {
+            return result;
+        }
+        self.closed = true;
+        self.discard();
+        let mut state = lock(&self.ctx.inner.capture_state);
+        let result = result.map_err(|e| match state.first_failure() {
+            Some(note) if !e.to_string().contains(&note) => e.with_note(&note),
+            _ => e,
+        });
+        state.end();
+        result
+    }
+}
+
+impl<L> Drop for Recording<L> {
+    fn drop(&mut self) {
+        let _ = self.close(Ok(()));
+    }
+}
+
+/// Builds a recorded segment and instantiates it; on failure records the
+/// first error in `failure` and yields an empty segment.
+fn build_piece<L>(ctx: &Context, mut ops: Vec<Op>, failure: &mut Option<Error>) -> Piece<L> {
+    if ops.is_empty() {
+        return Piece::Segment(None);
+    }
+    let built = match materialize(ctx, &mut ops) {
+        Ok(b) => b,
+        Err(e) => {
+            failure.get_or_insert(e);
+            return Piece::Segment(None);
+        }
+    };
+    match GraphExec::instantiate_built(ctx, built, ops) {
+        Ok(e) => Piece::Segment(Some(e)),
+        Err(e) => {
+            failure.get_or_insert(e);
+            Piece::Segment(None)
+        }
+    }
+}
+
+/// Applies a re-recorded segment `ops` to `old` (segment `i` of the graph
+/// being updated): node by node where the shapes match (no driver call for
+/// unchanged nodes), else through `cuGraphExecUpdate` on a graph built from
+/// the ops, else instantiated anew.
+fn update_built<L>(
+    ctx: &Context,
+    old: Option<&mut GraphExec>,
+    i: usize,
+    mut ops: Vec<Op>,
+    report: &mut UpdateReport,
+    failure: &mut Option<Error>,
+) -> Piece<L> {
+    let Some(exec) = old else {
+        report.instantiated += 1;
+        return build_piece(ctx, ops, failure);
+    };
+    if exec.accepts_nodes(&ops) {
+        return match exec.update_nodes(ops) {
+            Ok(calls) => {
+                report.updated += 1;
+                report.node_calls += calls;
+                Piece::Reuse(i)
+            }
+            Err(e) => {
+                failure.get_or_insert(e);
+                Piece::Segment(None)
+            }
+        };
+    }
+    let built = match materialize(ctx, &mut ops) {
+        Ok(b) => b,
+        Err(e) => {
+            failure.get_or_insert(e);
+            return Piece::Segment(None);
+        }
+    };
+    let nodes = built.nodes.len();
+    let mut captured = Captured { graph: built.graph, nodes: Some(nodes), topology: None };
+    match exec.update_from(&mut captured) {
+        Ok(true) => {
+            exec.keep_built_ops(ops);
+            report.updated += 1;
+            Piece::Reuse(i)
+        }
+        Ok(false) => {
+            report.instantiated += 1;
+            match GraphExec::instantiate_built(
+                ctx,
+                crate::segment::Built { graph: captured.graph, nodes: built.nodes },
+                ops,
+            ) {
+                Ok(e) => Piece::Segment(Some(e)),
+                Err(e) => {
+                    failure.get_or_insert(e);
+                    Piece::Segment(None)
+                }
+            }
+        }
+        Err(e) => {
+            destroy_graph(ctx.raw_ctx(), captured.graph);
+            failure.get_or_insert(e);
+            Piece::Segment(None)
+        }
+    }
+}
+
+/// Starts capturing on `ctx`'s stream. (The plain binding, not
+/// `Context::bound`: callers may hold the capture-state lock.)
+fn begin_segment(ctx: &Context, mode: CaptureMode) -> Result<()> {
+    let stream = ctx.stream();
+    ctx.inner.segment.begin();
+    bound(ctx.raw_ctx(), |d| {
+        // SAFETY: our stream; the mode is a valid enum value.
+        check("cuStreamBeginCapture", unsafe { (d.cuStreamBeginCapture)(stream, mode.raw()) })
+    })
+}
+
+/// Ends `stream`'s capture; the graph it recorded, if the driver returned
+/// one. The stream is out of capture afterwards, even on error.
+fn end_capture(raw: RawCtx, stream: CUstream) -> Result<Option<CUgraph>> {
+    bound(raw, |d| end_capture_bound(d, stream))
+}
+
+/// [`end_capture`] with the context already bound.
+fn end_capture_bound(d: &Driver, stream: CUstream) -> Result<Option<CUgraph>> {
+    let mut g: CUgraph = std::ptr::null_mut();
+    // SAFETY: our stream, capturing; valid out-pointer.
+    let res = unsafe { (d.cuStreamEndCapture)(stream, &mut g) };
+    if res != CUDA_SUCCESS && !g.is_null() {
+        // SAFETY: a graph the failed end handed us; destroyed once.
+        unsafe { (d.cuGraphDestroy)(g) };
+    }
+    check("cuStreamEndCapture", res)?;
+    Ok((!g.is_null()).then_some(g))
+}
+
+/// How many nodes the next captured work on `stream` would depend on (the
+/// capture's open ends), or `None` when the driver cannot say (the capture
+/// is not active, or the query failed). Constant time, unlike counting the
+/// graph's nodes.
+fn open_ends(d: &Driver, stream: CUstream) -> Option<usize> {
+    let mut status = CU_STREAM_CAPTURE_STATUS_NONE;
+    let mut id: cuuint64_t = 0;
+    let mut graph: CUgraph = std::ptr::null_mut();
+    let mut deps: *const CUgraphNode = std::ptr::null();
+    let mut n = 0usize;
+    // SAFETY: our stream; valid out-pointers (the dependency array stays the
+    // driver's and is not read).
+    let res = unsafe { (d.cuStreamGetCaptureInfo)(stream, &mut status, &mut id, &mut graph, &mut deps, &mut n) };
+    (res == CUDA_SUCCESS && status == CU_STREAM_CAPTURE_STATUS_ACTIVE).then_some(n)
+}
+
+/// Ends the stream's capture and returns the recorded graph, or `None`
+/// (already destroyed) when it holds no node. The caller destroys the graph.
+///
+/// A capture whose stream has open ends recorded work (the ends are nodes
+/// of its graph), so its nodes are not counted here: `cuGraphGetNodes`
+/// walks the whole graph. Only a capture without open ends (usually one
+/// that recorded nothing, where counting is free) is counted. A segment of
+/// the library's kernel launches alone carries its [`Topology`] instead
+/// (see [`crate::topology`]), so that even an update needs no count.
+///
+/// [`Topology`]: crate::topology::Topology
+fn end_segment(ctx: &Context) -> Result<Option<Captured>> {
+    let stream = ctx.stream();
+    let (graph, ends) = ctx.bound(|d| {
+        let ends = open_ends(d, stream);
+        Ok((end_capture_bound(d, stream)?, ends))
+    })?;
+    let Some(graph) = graph else {
+        return Ok(None);
+    };
+    if ends.is_some_and(|n| n > 0) {
+        let topology = ctx.inner.segment.topology();
+        return Ok(Some(Captured { graph, nodes: None, topology }));
+    }
+    let nodes = ctx.bound(|d| node_count(d, graph));
+    match nodes {
+        Ok(nodes) if nodes > 0 => Ok(Some(Captured { graph, nodes: Some(nodes), topology: None })),
+        other => {
+            destroy_graph(ctx.raw_ctx(), graph);
+            other.map(|_| None)
+        }
+    }
+}
+
+/// Instantiates a recorded segment (taking ownership of `g`); on failure
+/// records the first error in `failure` and yields an empty segment, so
+/// the caller still disposes of every other recorded graph.
+fn instantiate_piece<L>(ctx: &Context, g: Captured, failure: &mut Option<Error>) -> Piece<L> {
+    match GraphExec::instantiate(ctx, g) {
+        Ok(e) => Piece::Segment(Some(e)),
+        Err(e) => {
+            failure.get_or_insert(e);
+            Piece::Segment(None)
+        }
+    }
+}
