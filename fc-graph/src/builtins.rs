@@ -6,44 +6,17 @@
 
 use std::os::raw::c_void;
 
-use cuda_sys::*;
+use cuda_sys::CUfunction;
 
 use crate::buffer::DeviceBuffer;
+pub use crate::builtin_kernels::{BinaryOp, ELEMENTWISE_PTX, ELEMENTWISE_SM90_PTX};
+use crate::builtin_kernels::{Builtins, BLOCK};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::launch::{launch_kernel, pdl_allowed_on};
-use crate::module::{LaunchConfig, ModuleHandle};
+use crate::launch_config::LaunchConfig;
 use crate::nodes::{LaunchSpec, WordLaunch};
 use crate::segment::Op;
-
-/// The PTX text (ISA 7.0, sm_35), embedded at build time.
-pub const ELEMENTWISE_PTX: &str = include_str!("../kernels/elementwise.ptx");
-
-/// The PDL variant (ISA 7.8, sm_90): the same kernels and parameters, which
-/// wait for their stream predecessor with `griddepcontrol.wait` before
-/// touching memory and let their successor launch early.
-pub const ELEMENTWISE_SM90_PTX: &str = include_str!("../kernels/elementwise_sm90.ptx");
-
-/// Threads per block of the element-wise kernels.
-const BLOCK: u32 = 256;
-
-/// The element-wise operation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BinaryOp {
-    /// `out[i] = a[i] + b[i]`
-    Add,
-    /// `out[i] = a[i] * b[i]`
-    Mul,
-}
-
-impl BinaryOp {
-    fn name(self) -> &'static str {
-        match self {
-            BinaryOp::Add => "fc_add_f32",
-            BinaryOp::Mul => "fc_mul_f32",
-        }
-    }
-}
 
 /// One built-in launch: the kernel, its configuration, its arguments
 /// `(a, b, out, n)` and whether it uses PDL.
@@ -69,44 +42,6 @@ impl BinaryLaunch {
     }
 }
 
-/// The loaded module and its two kernels.
-pub(crate) struct Builtins {
-    add: CUfunction,
-    mul: CUfunction,
-    /// The sm_90 variant is loaded: launches use PDL (unless the context's
-    /// switch is off).
-    pdl: bool,
-    // Dropped after the function handles it owns.
-    _module: ModuleHandle,
-}
-
-// SAFETY: function handles may be used from any thread; the module is kept alive alongside.
-unsafe impl Send for Builtins {}
-// SAFETY: never mutated after loading.
-unsafe impl Sync for Builtins {}
-
-impl Builtins {
-    /// Loads the PDL variant where it can be used, else the sm_35 one. A
-    /// driver that fails to JIT the sm_90 variant gets the sm_35 one (and
-    /// no PDL: [`Context::pdl_enabled`] then says `false`).
-    fn load(ctx: &Context) -> Result<Builtins> {
-        if pdl_allowed_on(&ctx.device()) {
-            if let Ok(b) = Self::load_variant(ctx, ELEMENTWISE_SM90_PTX, true) {
-                return Ok(b);
-            }
-        }
-        Self::load_variant(ctx, ELEMENTWISE_PTX, false)
-    }
-
-    fn load_variant(ctx: &Context, ptx: &str, pdl: bool) -> Result<Builtins> {
-        // No owner: the context destroys its built-ins itself, first.
-        let module = ModuleHandle::load_unowned(ctx.raw_ctx(), ptx)?;
-        let (add, _) = module.function(BinaryOp::Add.name())?;
-        let (mul, _) = module.function(BinaryOp::Mul.name())?;
-        Ok(Builtins { add, mul, pdl, _module: module })
-    }
-}
-
 /// The error of an operand too small for `n` floats.
 #[cold]
 #[inline(never)]
@@ -121,7 +56,7 @@ impl Context {
             return Ok(b);
         }
         // Two threads may race here; the loser's module is simply unloaded.
-        let loaded = Builtins::load(self)?;
+        let loaded = Builtins::load(self.raw_ctx(), pdl_allowed_on(&self.device()))?;
         let _ = self.inner.builtins.set(loaded);
         self.inner.builtins.get().ok_or_else(|| Error::invalid("built-in kernels failed to register"))
     }

@@ -15,19 +15,21 @@
 //! capture state and capture pool).
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use cuda_sys::*;
 
-use crate::builtins::Builtins;
+use crate::builtin_kernels::Builtins;
 use crate::capture_state::{self, CaptureState, CtxKey};
 use crate::device::Device;
 use crate::driver::{bound, check, driver, shielded, CaptureShield, RawCtx};
 use crate::error::{Error, Result};
-use crate::isolation::{self, Gate, Isolation, IsolationRequest, Plan};
+use crate::gate::Gate;
+use crate::isolation::{self, Isolation, IsolationRequest, Plan};
 use crate::pool::PoolAllocator;
 use crate::recording_mode::RecordingMode;
 use crate::segment::{Op, Sink};
+pub(crate) use crate::sync::lock;
 use crate::topology::SegmentTrace;
 
 /// How a capture restricts "potentially unsafe" driver calls (the driver's
@@ -103,7 +105,7 @@ pub(crate) struct ContextInner {
     /// a green context, whose memory is the device's primary context's.
     pub(crate) memory_owner: CUcontext,
     /// The green context's gate, which `raw.gate` points to (see
-    /// [`crate::isolation::Gate`]); dropped after the context is destroyed.
+    /// [`crate::gate::Gate`]); dropped after the context is destroyed.
     _gate: Option<Box<Gate>>,
 }
 
@@ -126,11 +128,6 @@ impl std::fmt::Debug for Context {
 
 /// Contexts alive in the process (created and not yet torn down).
 static LIVE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-/// Locks a mutex, recovering the data if a panicking thread poisoned it.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 impl Context {
     /// A context for device `ordinal` in its **primary** context (retained),

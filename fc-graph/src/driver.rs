@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use cuda_sys::*;
 
 use crate::error::{Error, Result};
-use crate::isolation::Gate;
+use crate::gate::Gate;
 
 static DRIVER: OnceLock<Result<Driver>> = OnceLock::new();
 

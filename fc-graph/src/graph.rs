@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::context::Context;
-use crate::driver::{check, shielded, RawCtx};
+use crate::driver::{check, shielded};
 use crate::error::{Error, Result};
+use crate::nodes::destroy_graph;
 use crate::segment::{Built, BuiltNodes, Op};
 use crate::topology::Topology;
 
@@ -109,7 +110,7 @@ impl GraphExec {
     pub(crate) fn update_nodes(&mut self, ops: Vec<Op>) -> Result<usize> {
         let exec = self.exec;
         match self.built.as_mut() {
-            Some(b) => b.update(&self.ctx, exec, ops),
+            Some(b) => b.update(self.ctx.raw_ctx(), exec, ops),
             None => Err(Error::invalid("not a graph built node by node")),
         }
     }
@@ -278,15 +279,6 @@ pub(crate) fn node_count(d: &Driver, graph: CUgraph) -> Result<usize> {
     // SAFETY: a live graph; a null node array asks for the count only.
     check("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(graph, std::ptr::null_mut(), &mut n) })?;
     Ok(n)
-}
-
-/// Destroys a graph we own (errors are ignored: nothing to do about them).
-pub(crate) fn destroy_graph(raw_ctx: RawCtx, graph: CUgraph) {
-    let _ = shielded(raw_ctx, |d| {
-        // SAFETY: a graph we own, destroyed once; executables made from it do
-        // not need it.
-        check("cuGraphDestroy", unsafe { (d.cuGraphDestroy)(graph) })
-    });
 }
 
 /// One piece of a captured graph.

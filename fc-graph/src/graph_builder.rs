@@ -60,9 +60,9 @@ use crate::builtins::BinaryOp;
 use crate::context::Context;
 use crate::driver::check;
 use crate::error::{Error, Result};
-use crate::graph::destroy_graph;
 use crate::launch::LaunchOptions;
 use crate::module::{Kernel, KernelArg, LaunchConfig};
+use crate::nodes::destroy_graph;
 use crate::nodes::{
     add_child_node, add_edges, add_kernel_node, add_memset_node, programmatic_edge, update_kernel_node,
     update_memset_node, LaunchSpec, MemsetRaw,

@@ -23,14 +23,14 @@
 //!
 //! A green context "can be current to only one thread at a time" (the
 //! driver's documentation): the library serialises the threads that make
-//! it current for its own calls with a per-context [`Gate`], re-entrant on
+//! it current for its own calls with a per-context [`crate::gate::Gate`], re-entrant on
 //! one thread. Callers who make [`Context::raw_context`] current
 //! themselves (for cuBLAS) must not do so on two threads at once either.
 //!
 //! [`Context::isolated_with`]: crate::Context::isolated_with
 //! [`Context::raw_context`]: crate::Context::raw_context
 
-use std::sync::{Condvar, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
 use cuda_sys::*;
 
@@ -165,11 +165,11 @@ static LAST_GREEN_FAILURE: Mutex<Option<String>> = Mutex::new(None);
 /// Why the most recent green-context creation of the process failed and
 /// fell back to a private context (`auto`), if one did.
 pub fn last_green_failure() -> Option<String> {
-    crate::context::lock(&LAST_GREEN_FAILURE).clone()
+    crate::sync::lock(&LAST_GREEN_FAILURE).clone()
 }
 
 pub(crate) fn note_green_failure(e: &Error) {
-    *crate::context::lock(&LAST_GREEN_FAILURE) = Some(e.to_string());
+    *crate::sync::lock(&LAST_GREEN_FAILURE) = Some(e.to_string());
 }
 
 /// A green context and the `CUcontext` that stands for it.
@@ -264,63 +264,9 @@ pub(crate) fn green_stream(d: &Driver, green: CUgreenCtx) -> Result<CUstream> {
     Ok(s)
 }
 
-/// Serialises the threads that make one green context current for the
-/// library's calls. Re-entrant: a thread that holds it may enter again
-/// (a call that binds the context while it is already bound further up).
-#[derive(Debug, Default)]
-pub(crate) struct Gate {
-    state: Mutex<GateState>,
-    free: Condvar,
-}
-
-#[derive(Debug, Default)]
-struct GateState {
-    /// The holding thread (`pthread_self`, usable in thread-exit paths).
-    owner: Option<libc::pthread_t>,
-    depth: usize,
-}
-
-impl Gate {
-    /// Waits until no other thread holds the gate, then holds it.
-    pub(crate) fn enter(&self) {
-        // SAFETY: pthread_self has no preconditions.
-        let me = unsafe { libc::pthread_self() };
-        let mut s = crate::context::lock(&self.state);
-        loop {
-            match s.owner {
-                None => {
-                    s.owner = Some(me);
-                    s.depth = 1;
-                    return;
-                }
-                // On Linux (the only target: the driver is libcuda.so)
-                // pthread_t is an integer and pthread_equal is `==`.
-                Some(o) if o == me => {
-                    s.depth += 1;
-                    return;
-                }
-                Some(_) => s = self.free.wait(s).unwrap_or_else(|p| p.into_inner()),
-            }
-        }
-    }
-
-    /// Lets go of one [`Gate::enter`] of this thread.
-    pub(crate) fn leave(&self) {
-        let mut s = crate::context::lock(&self.state);
-        s.depth = s.depth.saturating_sub(1);
-        if s.depth == 0 {
-            s.owner = None;
-            drop(s);
-            self.free.notify_one();
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
 
     #[test]
     fn the_request_parses_from_the_environment_value() {
@@ -376,29 +322,5 @@ mod tests {
         assert_eq!(Isolation::None.to_string(), "none");
         assert_eq!(Isolation::Green.as_str(), "green");
         assert_eq!(Isolation::Private.as_str(), "private");
-    }
-
-    #[test]
-    fn the_gate_is_reentrant_on_one_thread_and_exclusive_across_threads() {
-        let gate = Arc::new(Gate::default());
-        gate.enter();
-        gate.enter(); // re-entered on the same thread: no deadlock
-        let inside = Arc::new(AtomicUsize::new(0));
-        let other = {
-            let (gate, inside) = (gate.clone(), inside.clone());
-            std::thread::spawn(move || {
-                gate.enter();
-                inside.store(1, Ordering::SeqCst);
-                gate.leave();
-            })
-        };
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        assert_eq!(inside.load(Ordering::SeqCst), 0, "the other thread entered while this one held the gate");
-        gate.leave();
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        assert_eq!(inside.load(Ordering::SeqCst), 0, "still held once");
-        gate.leave();
-        other.join().expect("the other thread");
-        assert_eq!(inside.load(Ordering::SeqCst), 1, "entered once the gate was free");
     }
 }

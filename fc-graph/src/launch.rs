@@ -58,7 +58,7 @@ use crate::context::Context;
 use crate::device::Device;
 use crate::driver::{driver, ContextBinding, Failed};
 use crate::error::Result;
-use crate::module::LaunchConfig;
+use crate::launch_config::LaunchConfig;
 
 /// Environment variable: `0` (or `off`, `false`, `no`) turns PDL off for
 /// the whole process.

@@ -271,6 +271,7 @@
 
 pub mod buckets;
 pub mod buffer;
+mod builtin_kernels;
 pub mod builtins;
 pub mod cache;
 pub mod capture;
@@ -281,17 +282,21 @@ pub mod driver;
 pub mod error;
 pub mod event;
 pub mod features;
+mod gate;
 pub mod graph;
 pub mod graph_builder;
 pub mod isolation;
 pub mod launch;
+mod launch_config;
 pub mod module;
+mod module_handle;
 mod nodes;
 pub mod pool;
 pub mod ptx_params;
 pub mod recording;
 pub mod recording_mode;
 mod segment;
+mod sync;
 #[cfg(test)]
 mod test_double;
 mod topology;

@@ -3,148 +3,33 @@
 //! kernels that opt in, with programmatic dependent launch
 //! ([`crate::launch`]).
 
-use std::ffi::CString;
-use std::os::raw::{c_char, c_uint, c_void};
+use std::os::raw::c_void;
 use std::sync::Arc;
 
 use cuda_sys::*;
 
 use crate::buffer::DeviceBuffer;
 use crate::context::Context;
-use crate::driver::{bound, check, RawCtx};
+use crate::driver::{bound, check};
 use crate::error::{Error, Result};
 use crate::launch::{launch_kernel, pdl_env_allows, supports_pdl, LaunchOptions};
+pub use crate::launch_config::{LaunchConfig, LaunchLimits};
+use crate::module_handle::ModuleHandle;
 use crate::nodes::LaunchSpec;
-use crate::ptx_params::{find_entry, parse_entries, ParamKind, PtxEntry, PtxParam};
+use crate::ptx_params::{ParamKind, PtxEntry, PtxParam};
 use crate::segment::{KernelOp, Op};
 
-/// A loaded module and the context it belongs to; unloaded on drop.
-///
-/// Order of destruction: `Drop::drop` unloads the module while `owner`
-/// still holds the context, and only then is `owner` released. The
-/// context's own built-in module has no `owner` (the context destroys it
-/// explicitly before releasing itself).
-pub(crate) struct ModuleHandle {
-    raw_ctx: RawCtx,
-    module: CUmodule,
-    entries: Vec<PtxEntry>,
-    owner: Option<Context>,
+/// A loaded module and the context it belongs to. Field order is drop
+/// order: the module is unloaded while `_owner` still holds the context.
+pub(crate) struct OwnedModule {
+    pub(crate) handle: ModuleHandle,
+    _owner: Context,
 }
 
-// SAFETY: module handles may be used from any thread of the process.
-unsafe impl Send for ModuleHandle {}
-// SAFETY: the handle is immutable after loading.
-unsafe impl Sync for ModuleHandle {}
-
-impl ModuleHandle {
-    /// JIT-compiles `ptx` in `ctx`; the handle keeps `ctx` alive.
-    pub(crate) fn load(ctx: &Context, ptx: &str) -> Result<ModuleHandle> {
-        let mut m = Self::load_unowned(ctx.raw_ctx(), ptx)?;
-        m.owner = Some(ctx.clone());
-        Ok(m)
-    }
-
-    /// JIT-compiles `ptx` in the context `raw_ctx`, which the caller keeps
-    /// alive until the handle is dropped (shielded: module loads are
-    /// "potentially unsafe" during other threads' captures).
-    pub(crate) fn load_unowned(raw_ctx: RawCtx, ptx: &str) -> Result<ModuleHandle> {
-        let entries = parse_entries(ptx).map_err(|e| Error::invalid(format!("PTX: {e}")))?;
-        let image = CString::new(ptx).map_err(|_| Error::invalid("PTX text contains a NUL byte"))?;
-        let module = crate::driver::shielded(raw_ctx, |d| {
-            let mut log = vec![0u8; 8192];
-            let mut options = [CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
-            let mut values = [log.as_mut_ptr().cast::<c_void>(), log.len() as *mut c_void];
-            let mut m: CUmodule = std::ptr::null_mut();
-            // SAFETY: `image` is NUL-terminated PTX; the option arrays have two
-            // entries each and the log buffer outlives the call.
-            let res = unsafe {
-                (d.cuModuleLoadDataEx)(
-                    &mut m,
-                    image.as_ptr().cast(),
-                    options.len() as c_uint,
-                    options.as_mut_ptr(),
-                    values.as_mut_ptr(),
-                )
-            };
-            check("cuModuleLoadDataEx", res).map_err(|e| with_jit_log(e, &log))?;
-            Ok(m)
-        })?;
-        Ok(ModuleHandle { raw_ctx, module, entries, owner: None })
-    }
-
-    /// Looks a kernel up by name.
-    pub(crate) fn function(&self, name: &str) -> Result<(CUfunction, PtxEntry)> {
-        let entry = find_entry(&self.entries, name)
-            .ok_or_else(|| Error::invalid(format!("no kernel named {name:?} in the module")))?
-            .clone();
-        let cname = CString::new(name).map_err(|_| Error::invalid("kernel name contains a NUL byte"))?;
-        let module = self.module;
-        let f = bound(self.raw_ctx, |d| {
-            let mut f: CUfunction = std::ptr::null_mut();
-            // SAFETY: valid out-pointer, live module, NUL-terminated name.
-            check("cuModuleGetFunction", unsafe {
-                (d.cuModuleGetFunction)(&mut f, module, cname.as_ptr() as *const c_char)
-            })?;
-            Ok(f)
-        })?;
-        self.cross_check(f, &entry)?;
-        Ok((f, entry))
-    }
-
-    /// Compares the parameter list parsed from the PTX with the driver's
-    /// own (`cuFuncGetParamInfo`, CUDA 12.4+ drivers; skipped on older
-    /// ones), so argument checking never rests on a misparsed signature.
-    /// Only parameters the PTX declares are queried: probing past the last
-    /// one would be a failing driver call, which sanitizers report (the PTX
-    /// parser, tested on its own, is the authority on the count).
-    fn cross_check(&self, f: CUfunction, entry: &PtxEntry) -> Result<()> {
-        bound(self.raw_ctx, |d| {
-            let Some(param_info) = d.cuFuncGetParamInfo else { return Ok(()) };
-            let (mut offset, mut size) = (0usize, 0usize);
-            for (i, p) in entry.params.iter().enumerate() {
-                // SAFETY: live function; valid out-pointers; `i` is below the
-                // parameter count the PTX declares.
-                let res = unsafe { param_info(f, i, &mut offset, &mut size) };
-                if res == CUDA_ERROR_INVALID_VALUE {
-                    return Err(Error::invalid(format!(
-                        "{}: the driver knows {i} parameters, the PTX text declares {}",
-                        entry.name,
-                        entry.params.len()
-                    )));
-                }
-                check("cuFuncGetParamInfo", res)?;
-                if size != p.size {
-                    return Err(Error::invalid(format!(
-                        "{}: parameter {i} ({}) is {size} bytes to the driver, {} bytes in the PTX text",
-                        entry.name, p.name, p.size
-                    )));
-                }
-            }
-            Ok(())
-        })
-    }
-}
-
-/// Appends the JIT's error log to a load failure.
-fn with_jit_log(e: Error, log: &[u8]) -> Error {
-    let text: String = String::from_utf8_lossy(log).trim_end_matches('\0').trim().to_string();
-    match e {
-        Error::Cuda { call, code, name, description } if !text.is_empty() => {
-            Error::Cuda { call, code, name, description: format!("{description}; JIT log: {text}") }
-        }
-        other => other,
-    }
-}
-
-impl Drop for ModuleHandle {
-    fn drop(&mut self) {
-        let module = self.module;
-        let _ = crate::driver::shielded(self.raw_ctx, |d| {
-            // SAFETY: loaded by us, unloaded once; kernels hold the handle alive.
-            check("cuModuleUnload", unsafe { (d.cuModuleUnload)(module) })
-        });
-        // `owner` (the context reference) is released after this, by the
-        // field drop that follows `Drop::drop`.
+impl OwnedModule {
+    /// JIT-compiles `ptx` in `ctx`, which the module keeps alive.
+    fn load(ctx: &Context, ptx: &str) -> Result<OwnedModule> {
+        Ok(OwnedModule { handle: ModuleHandle::load(ctx.raw_ctx(), ptx)?, _owner: ctx.clone() })
     }
 }
 
@@ -152,7 +37,7 @@ impl Drop for ModuleHandle {
 #[derive(Clone)]
 pub struct Module {
     ctx: Context,
-    handle: Arc<ModuleHandle>,
+    handle: Arc<OwnedModule>,
     /// The device and driver can launch with PDL.
     pdl_capable: bool,
 }
@@ -160,7 +45,7 @@ pub struct Module {
 impl Module {
     /// Loads (JIT-compiles) `ptx` into `ctx`.
     pub fn from_ptx(ctx: &Context, ptx: &str) -> Result<Module> {
-        let handle = Arc::new(ModuleHandle::load(ctx, ptx)?);
+        let handle = Arc::new(OwnedModule::load(ctx, ptx)?);
         // A device that cannot be asked gets plain launches (always correct).
         let pdl_capable = supports_pdl(&ctx.device()).unwrap_or(false);
         Ok(Module { ctx: ctx.clone(), handle, pdl_capable })
@@ -168,13 +53,13 @@ impl Module {
 
     /// The `.entry` kernels the PTX declares.
     pub fn entries(&self) -> &[PtxEntry] {
-        &self.handle.entries
+        &self.handle.handle.entries
     }
 
     /// A kernel by name (launched plainly until [`Kernel::set_pdl`]).
     pub fn kernel(&self, name: &str) -> Result<Kernel> {
-        let (func, entry) = self.handle.function(name)?;
-        let limits = LaunchLimits::query(&self.ctx, func)?;
+        let (func, entry) = self.handle.handle.function(name)?;
+        let limits = query_limits(&self.ctx, func)?;
         Ok(Kernel {
             ctx: self.ctx.clone(),
             _module: self.handle.clone(),
@@ -187,100 +72,32 @@ impl Module {
     }
 }
 
-/// What one launch of a kernel may ask for: the device's block and grid
-/// dimensions, and the kernel's own threads per block (its registers may
-/// allow fewer than the device) and dynamic shared memory. Launches past
-/// them are refused before `cuLaunchKernel`, which would fail and, while
-/// the context captures, invalidate the capture.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LaunchLimits {
-    /// Threads per block (product of the block dimensions).
-    pub threads: u32,
-    /// Block dimensions.
-    pub block: (u32, u32, u32),
-    /// Grid dimensions.
-    pub grid: (u32, u32, u32),
-    /// Bytes of dynamic shared memory per block.
-    pub dynamic_shared: u32,
-}
-
-impl LaunchLimits {
-    fn query(ctx: &Context, f: CUfunction) -> Result<LaunchLimits> {
-        let device = ctx.device();
-        let dev = |attr| device.attribute(attr).map(|v| v.max(0) as u32);
-        let func = |attr| {
-            bound(ctx.raw_ctx(), |d| {
-                let mut v: std::os::raw::c_int = 0;
-                // SAFETY: valid out-pointer and a live function of this context.
-                check("cuFuncGetAttribute", unsafe { (d.cuFuncGetAttribute)(&mut v, attr, f) })?;
-                Ok(v.max(0) as u32)
-            })
-        };
-        Ok(LaunchLimits {
-            threads: func(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
-            block: (
-                dev(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
-                dev(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?,
-                dev(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?,
-            ),
-            grid: (
-                dev(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?,
-                dev(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
-                dev(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
-            ),
-            dynamic_shared: func(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?,
+/// The limits of launches of `f`, a function of `ctx`.
+fn query_limits(ctx: &Context, f: CUfunction) -> Result<LaunchLimits> {
+    let device = ctx.device();
+    let dev = |attr| device.attribute(attr).map(|v| v.max(0) as u32);
+    let func = |attr| {
+        bound(ctx.raw_ctx(), |d| {
+            let mut v: std::os::raw::c_int = 0;
+            // SAFETY: valid out-pointer and a live function of this context.
+            check("cuFuncGetAttribute", unsafe { (d.cuFuncGetAttribute)(&mut v, attr, f) })?;
+            Ok(v.max(0) as u32)
         })
-    }
-
-    /// Checks a launch of `kernel` against the limits.
-    pub fn check(&self, kernel: &str, cfg: &LaunchConfig) -> Result<()> {
-        let (b, g) = (cfg.block, cfg.grid);
-        let past = |(x, y, z): (u32, u32, u32), (mx, my, mz): (u32, u32, u32)| x > mx || y > my || z > mz;
-        let refuse = |what: String| Err(Error::invalid(format!("{kernel}: {what}")));
-        if past(b, self.block) {
-            return refuse(format!("block {b:?} exceeds the device's maximum block dimensions {:?}", self.block));
-        }
-        let threads = u64::from(b.0) * u64::from(b.1) * u64::from(b.2);
-        if threads > u64::from(self.threads) {
-            return refuse(format!("{threads} threads per block exceeds the kernel's limit of {}", self.threads));
-        }
-        if past(g, self.grid) {
-            return refuse(format!("grid {g:?} exceeds the device's maximum grid dimensions {:?}", self.grid));
-        }
-        if cfg.shared_mem_bytes > self.dynamic_shared {
-            return refuse(format!(
-                "{} bytes of dynamic shared memory exceeds the kernel's limit of {}",
-                cfg.shared_mem_bytes, self.dynamic_shared
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// Grid, block and dynamic shared memory of a launch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LaunchConfig {
-    /// Blocks in x, y, z (each at least 1).
-    pub grid: (u32, u32, u32),
-    /// Threads per block in x, y, z (each at least 1).
-    pub block: (u32, u32, u32),
-    /// Dynamic shared memory per block, in bytes.
-    pub shared_mem_bytes: u32,
-}
-
-impl LaunchConfig {
-    /// A 1-D launch covering `n` threads with `block` threads per block.
-    pub fn for_elements(n: u32, block: u32) -> LaunchConfig {
-        LaunchConfig { grid: (n.div_ceil(block.max(1)).max(1), 1, 1), block: (block.max(1), 1, 1), shared_mem_bytes: 0 }
-    }
-
-    pub(crate) fn validate(&self) -> Result<()> {
-        let (g, b) = (self.grid, self.block);
-        if [g.0, g.1, g.2, b.0, b.1, b.2].contains(&0) {
-            return Err(Error::invalid(format!("launch dimensions must be non-zero: grid {g:?}, block {b:?}")));
-        }
-        Ok(())
-    }
+    };
+    Ok(LaunchLimits {
+        threads: func(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+        block: (
+            dev(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
+            dev(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?,
+            dev(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?,
+        ),
+        grid: (
+            dev(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?,
+            dev(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
+            dev(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
+        ),
+        dynamic_shared: func(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?,
+    })
 }
 
 /// One kernel argument, typed. Checked against the PTX parameter list
@@ -355,7 +172,7 @@ pub fn check_arg(kernel: &str, index: usize, param: &PtxParam, arg: &KernelArg<'
 #[derive(Clone)]
 pub struct Kernel {
     ctx: Context,
-    _module: Arc<ModuleHandle>,
+    _module: Arc<OwnedModule>,
     func: CUfunction,
     entry: PtxEntry,
     /// Opted in to PDL ([`Kernel::set_pdl`]): the default of its launches.
@@ -474,7 +291,7 @@ impl Kernel {
         self.check_args(args)?;
         if ctx.records_by_construction() {
             let spec = self.launch_spec(ctx, cfg, args, opts)?;
-            if ctx.record_op(Op::Kernel(Box::new(KernelOp { spec, _module: Arc::clone(&self._module) }))) {
+            if ctx.record_op(Op::Kernel(Box::new(KernelOp { spec, _module: self._module.clone() }))) {
                 return Ok(());
             }
         }
@@ -552,7 +369,7 @@ impl Kernel {
                 let bytes = unsafe { std::slice::from_raw_parts((*params.add(i)).cast::<u8>(), p.size) };
                 spec.push_bytes(bytes)?;
             }
-            if ctx.record_op(Op::Kernel(Box::new(KernelOp { spec, _module: Arc::clone(&self._module) }))) {
+            if ctx.record_op(Op::Kernel(Box::new(KernelOp { spec, _module: self._module.clone() }))) {
                 return Ok(());
             }
         }
@@ -582,6 +399,7 @@ fn arg_word(a: &KernelArg<'_>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ptx_params::parse_entries;
 
     const PTX: &str = "
 .version 7.0

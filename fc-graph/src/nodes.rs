@@ -18,9 +18,9 @@ use std::ptr;
 use cuda_sys::*;
 use smallvec::SmallVec;
 
-use crate::driver::{check, Failed};
+use crate::driver::{check, shielded, Failed, RawCtx};
 use crate::error::{Error, Result};
-use crate::module::LaunchConfig;
+use crate::launch_config::LaunchConfig;
 
 /// Argument words kept inline in a [`LaunchSpec`] (larger launches spill).
 pub(crate) const INLINE_WORDS: usize = 8;
@@ -364,6 +364,15 @@ pub(crate) unsafe fn add_edges(
         None => Err(Error::Unsupported { feature: "cuGraphAddDependencies", needs: "a CUDA 10.0+ driver".into() }),
         Some(res) => check("cuGraphAddDependencies", res),
     }
+}
+
+/// Destroys a graph we own (errors are ignored: nothing to do about them).
+pub(crate) fn destroy_graph(raw_ctx: RawCtx, graph: CUgraph) {
+    let _ = shielded(raw_ctx, |d| {
+        // SAFETY: a graph we own, destroyed once; executables made from it do
+        // not need it.
+        check("cuGraphDestroy", unsafe { (d.cuGraphDestroy)(graph) })
+    });
 }
 
 /// Node-level driver steps against cuda-sys's driver double.

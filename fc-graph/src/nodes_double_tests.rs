@@ -7,7 +7,7 @@
 use cuda_sys::*;
 
 use super::{add_edges, add_kernel_node, programmatic_edge, update_kernel_node, LaunchSpec};
-use crate::module::LaunchConfig;
+use crate::launch_config::LaunchConfig;
 use crate::test_double::load as load_double;
 
 fn spec(a: u64, pdl: bool) -> LaunchSpec {

@@ -28,7 +28,8 @@ use crate::capture_state::ThreadTag;
 use crate::context::{lock, CaptureMode, Context};
 use crate::driver::{bound, check, RawCtx};
 use crate::error::{Error, Result};
-use crate::graph::{destroy_graph, node_count, BreakFn, Captured, Graph, GraphExec, Piece, UpdateReport};
+use crate::graph::{node_count, BreakFn, Captured, Graph, GraphExec, Piece, UpdateReport};
+use crate::nodes::destroy_graph;
 use crate::segment::{materialize, Op, OwnedGraph};
 
 /// A piece recorded by an open recording. Segments stay unbuilt (ops) or
@@ -478,7 +479,7 @@ fn build_piece<L>(ctx: &Context, mut ops: Vec<Op>, failure: &mut Option<Error>) 
     if ops.is_empty() {
         return Piece::Segment(None);
     }
-    let built = match materialize(ctx, &mut ops) {
+    let built = match materialize(ctx.raw_ctx(), &mut ops) {
         Ok(b) => b,
         Err(e) => {
             failure.get_or_insert(e);
@@ -523,7 +524,7 @@ fn update_built<L>(
             }
         };
     }
-    let built = match materialize(ctx, &mut ops) {
+    let built = match materialize(ctx.raw_ctx(), &mut ops) {
         Ok(b) => b,
         Err(e) => {
             failure.get_or_insert(e);

@@ -21,15 +21,14 @@ use std::sync::{Arc, Mutex};
 
 use cuda_sys::*;
 
-use crate::context::{lock, Context};
-use crate::driver::RawCtx;
+use crate::driver::{bound, RawCtx};
 use crate::error::Result;
-use crate::graph::destroy_graph;
-use crate::module::ModuleHandle;
 use crate::nodes::{
-    add_child_node, add_edges, add_kernel_node, add_kernel_node_params, add_memset_node, pdl_change, programmatic_edge,
-    set_kernel_node_params, update_kernel_node, update_memset_node, LaunchSpec, MemsetRaw, WordLaunch,
+    add_child_node, add_edges, add_kernel_node, add_kernel_node_params, add_memset_node, destroy_graph, pdl_change,
+    programmatic_edge, set_kernel_node_params, update_kernel_node, update_memset_node, LaunchSpec, MemsetRaw,
+    WordLaunch,
 };
+use crate::sync::lock;
 
 /// A graph the recording owns (a captured foreign section), destroyed on
 /// drop in its context.
@@ -51,11 +50,11 @@ impl Drop for OwnedGraph {
     }
 }
 
-/// A user kernel's launch, and its module, kept loaded for as long as a
-/// graph made from it lives.
+/// A user kernel's launch, and what keeps its module loaded for as long
+/// as a graph made from it lives.
 pub(crate) struct KernelOp {
     pub(crate) spec: LaunchSpec,
-    pub(crate) _module: Arc<ModuleHandle>,
+    pub(crate) _module: Arc<dyn Send + Sync>,
 }
 
 /// One piece of recorded work.
@@ -175,13 +174,14 @@ pub(crate) struct Built {
     pub(crate) nodes: Vec<CUgraphNode>,
 }
 
-/// Builds `ops` into a new graph of `ctx` (see the module docs). Child ops
-/// are copied into it and their graphs destroyed. On error nothing is left.
-pub(crate) fn materialize(ctx: &Context, ops: &mut [Op]) -> Result<Built> {
+/// Builds `ops` into a new graph of the context `ctx` (see the module
+/// docs). Child ops are copied into it and their graphs destroyed. On error
+/// nothing is left.
+pub(crate) fn materialize(ctx: RawCtx, ops: &mut [Op]) -> Result<Built> {
     let d = crate::driver::driver()?;
     let programmatic = d.has_programmatic_edges();
-    let raw_ctx = ctx.raw_context();
-    ctx.bound(|d| {
+    let raw_ctx = ctx.raw;
+    bound(ctx, |d| {
         let mut graph: CUgraph = std::ptr::null_mut();
         // SAFETY: valid out-pointer; flags must be 0.
         crate::driver::check("cuGraphCreate", unsafe { (d.cuGraphCreate)(&mut graph, 0) })?;
@@ -289,8 +289,8 @@ impl BuiltNodes {
     /// node: only changed nodes make a driver call. Returns the calls made.
     /// On error the nodes set so far keep their new parameters (and are
     /// known to), the rest their old ones.
-    pub(crate) fn update(&mut self, ctx: &Context, exec: CUgraphExec, new: Vec<Op>) -> Result<usize> {
-        let raw_ctx = ctx.raw_context();
+    pub(crate) fn update(&mut self, ctx: RawCtx, exec: CUgraphExec, new: Vec<Op>) -> Result<usize> {
+        let raw_ctx = ctx.raw;
         let mut calls = 0usize;
         let changed = self.ops.iter().zip(&new).any(|(a, b)| !same_params(a, b));
         if !changed {
@@ -298,7 +298,7 @@ impl BuiltNodes {
             return Ok(0);
         }
         let (nodes, ops) = (&self.nodes, &mut self.ops);
-        ctx.bound(|d| {
+        bound(ctx, |d| {
             for ((old, new), &node) in ops.iter_mut().zip(new).zip(nodes) {
                 match (&*old, &new) {
                     (Op::Binary(a), Op::Binary(b)) if a != b => {
@@ -353,7 +353,7 @@ fn same_params(a: &Op, b: &Op) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::module::LaunchConfig;
+    use crate::launch_config::LaunchConfig;
 
     fn kernel(func: usize, a: u64, pdl: bool) -> Op {
         let cfg = LaunchConfig { grid: (4, 1, 1), block: (256, 1, 1), shared_mem_bytes: 0 };
