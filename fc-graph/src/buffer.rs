@@ -74,7 +74,7 @@ impl Context {
     fn alloc_from_pool(&self, bytes: usize) -> Result<DeviceBuffer> {
         let overflow = || Error::invalid(format!("cannot allocate {bytes} bytes: the size overflows"));
         let block = block_size(bytes).ok_or_else(overflow)?;
-        let mut pool = lock(&self.inner.pool);
+        let mut pool = lock(self.pool_cell());
         let ptr = match pool.alloc(block) {
             Some(p) => p,
             None => {
@@ -138,7 +138,7 @@ impl Context {
             // (null owner); anything else must be this context's (for a
             // green context: the device's primary context, which owns the
             // green context's memory and shares it).
-            if !owner.is_null() && owner != raw && owner != self.inner.memory_owner {
+            if !owner.is_null() && owner != raw && owner != self.memory_owner() {
                 return Err(Error::WrongContext(format!(
                     "{ptr:#x} belongs to another CUDA context than this {:?} context's",
                     self.kind()
@@ -229,7 +229,7 @@ impl DeviceBuffer {
         let bytes = src.len();
         self.check_len(bytes, "upload")?;
         self.ctx.ensure_not_capturing("upload")?;
-        let stream = self.ctx.inner.stream;
+        let stream = self.ctx.stream();
         let ptr = self.ptr;
         self.ctx.shielded(|d| {
             // SAFETY: `src` holds `bytes` initialised bytes; the buffer holds
@@ -270,7 +270,7 @@ impl DeviceBuffer {
         let bytes = std::mem::size_of_val(dst);
         self.check_len(bytes, "download")?;
         self.ctx.ensure_not_capturing("download")?;
-        let stream = self.ctx.inner.stream;
+        let stream = self.ctx.stream();
         let ptr = self.ptr;
         let dst = dst.as_mut_ptr();
         self.ctx.shielded(|d| {
@@ -312,7 +312,7 @@ impl DeviceBuffer {
             }
         }
         let stream = ctx.stream();
-        ctx.inner.segment.note_other();
+        ctx.segment_trace().note_other();
         ctx.bound(|d| {
             // SAFETY: the range lies inside the buffer (checked above).
             check("cuMemsetD8Async", unsafe { (d.cuMemsetD8Async)(ptr, value, len, stream) })
@@ -324,7 +324,7 @@ impl Drop for DeviceBuffer {
     fn drop(&mut self) {
         match self.origin {
             Origin::Pool { block } => {
-                lock(&self.ctx.inner.pool).free(self.ptr, block);
+                lock(self.ctx.pool_cell()).free(self.ptr, block);
             }
             Origin::Driver => {
                 let ptr = self.ptr;

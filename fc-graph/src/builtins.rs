@@ -52,19 +52,19 @@ fn too_small(what: &str, buf: &DeviceBuffer, n: usize) -> Error {
 
 impl Context {
     fn builtins(&self) -> Result<&Builtins> {
-        if let Some(b) = self.inner.builtins.get() {
+        if let Some(b) = self.builtins_cell().get() {
             return Ok(b);
         }
         // Two threads may race here; the loser's module is simply unloaded.
         let loaded = Builtins::load(self.raw_ctx(), pdl_allowed_on(&self.device()))?;
-        let _ = self.inner.builtins.set(loaded);
-        self.inner.builtins.get().ok_or_else(|| Error::invalid("built-in kernels failed to register"))
+        let _ = self.builtins_cell().set(loaded);
+        self.builtins_cell().get().ok_or_else(|| Error::invalid("built-in kernels failed to register"))
     }
 
     /// Whether the loaded built-ins are the PDL variant; `None` before they
     /// are loaded.
     pub(crate) fn builtins_use_pdl(&self) -> Option<bool> {
-        self.inner.builtins.get().map(|b| b.pdl)
+        self.builtins_cell().get().map(|b| b.pdl)
     }
 
     /// Checks that `buf` can take part in an `n`-element f32 operation here.

@@ -71,31 +71,31 @@ pub enum ContextKind {
 /// A context on one device. Cheap to clone (shared handle); `Send + Sync`.
 #[derive(Clone)]
 pub struct Context {
-    pub(crate) inner: Arc<ContextInner>,
+    inner: Arc<ContextInner>,
 }
 
 /// In declaration order (`repr(C)`): what every launch reads first, so that
 /// it shares the allocation's first cache lines with the reference counts.
 #[repr(C)]
 pub(crate) struct ContextInner {
-    pub(crate) raw: RawCtx,
-    pub(crate) stream: CUstream,
+    raw: RawCtx,
+    stream: CUstream,
     /// The context's programmatic-dependent-launch switch (see
     /// [`Context::set_pdl`]); on by default.
-    pub(crate) pdl_switch: AtomicBool,
+    pdl_switch: AtomicBool,
     /// Where the library's launches go while a recording of this context
     /// builds its graph (see [`crate::segment`]).
-    pub(crate) sink: Sink,
+    sink: Sink,
     /// The [`RecordingMode`] of recordings begun from now on.
     recording_mode: AtomicU8,
     /// What the open capture segment recorded through the library (see
     /// [`crate::topology`]).
-    pub(crate) segment: SegmentTrace,
-    pub(crate) builtins: OnceLock<Builtins>,
-    pub(crate) device: Device,
-    pub(crate) kind: ContextKind,
-    pub(crate) capture_state: Mutex<CaptureState>,
-    pub(crate) pool: Mutex<PoolAllocator>,
+    segment: SegmentTrace,
+    builtins: OnceLock<Builtins>,
+    device: Device,
+    kind: ContextKind,
+    capture_state: Mutex<CaptureState>,
+    pool: Mutex<PoolAllocator>,
     /// What the context is isolated by ([`Isolation::None`] for primary).
     isolation: Isolation,
     /// The green context behind `raw` (null unless green).
@@ -103,7 +103,7 @@ pub(crate) struct ContextInner {
     /// The CUDA context that owns memory allocated in this one, as
     /// `CU_POINTER_ATTRIBUTE_CONTEXT` reports it: `raw` itself, except for
     /// a green context, whose memory is the device's primary context's.
-    pub(crate) memory_owner: CUcontext,
+    memory_owner: CUcontext,
     /// The green context's gate, which `raw.gate` points to (see
     /// [`crate::gate::Gate`]); dropped after the context is destroyed.
     _gate: Option<Box<Gate>>,
@@ -333,6 +333,41 @@ impl Context {
     /// The stream, for the library's own calls.
     pub(crate) fn stream(&self) -> CUstream {
         self.inner.stream
+    }
+
+    /// Where the library's launches go while a recording builds.
+    pub(crate) fn sink(&self) -> &Sink {
+        &self.inner.sink
+    }
+
+    /// The context's capture state (one recording at a time).
+    pub(crate) fn capture_state_cell(&self) -> &Mutex<CaptureState> {
+        &self.inner.capture_state
+    }
+
+    /// The capture pool.
+    pub(crate) fn pool_cell(&self) -> &Mutex<PoolAllocator> {
+        &self.inner.pool
+    }
+
+    /// What the open stream-capture segment recorded through the library.
+    pub(crate) fn segment_trace(&self) -> &SegmentTrace {
+        &self.inner.segment
+    }
+
+    /// The built-in kernels, once loaded.
+    pub(crate) fn builtins_cell(&self) -> &OnceLock<Builtins> {
+        &self.inner.builtins
+    }
+
+    /// The programmatic-dependent-launch switch.
+    pub(crate) fn pdl_switch_cell(&self) -> &AtomicBool {
+        &self.inner.pdl_switch
+    }
+
+    /// The CUDA context that owns memory allocated in this one.
+    pub(crate) fn memory_owner(&self) -> CUcontext {
+        self.inner.memory_owner
     }
 
     /// Whether the stream's handle was handed out ([`Context::raw_stream`]).

@@ -41,7 +41,7 @@ impl Event {
             ));
         }
         let (e, s) = (self.raw, self.ctx.stream());
-        self.ctx.inner.segment.note_other();
+        self.ctx.segment_trace().note_other();
         self.ctx.bound(|d| {
             // SAFETY: live event and stream of one context.
             check("cuEventRecord", unsafe { (d.cuEventRecord)(e, s) })

@@ -147,7 +147,7 @@ impl Context {
     /// user kernels that opted in. Launches already queued or captured keep
     /// what they were launched with. See the [`crate::launch`] module.
     pub fn set_pdl(&self, on: bool) {
-        self.inner.pdl_switch.store(on, Ordering::Relaxed);
+        self.pdl_switch_cell().store(on, Ordering::Relaxed);
     }
 
     /// Whether built-in kernels launched on this context now use PDL: the
@@ -163,7 +163,7 @@ impl Context {
 
     /// This context's switch (on unless [`Context::set_pdl`] turned it off).
     pub(crate) fn pdl_switch_on(&self) -> bool {
-        self.inner.pdl_switch.load(Ordering::Relaxed)
+        self.pdl_switch_cell().load(Ordering::Relaxed)
     }
 }
 
@@ -251,7 +251,7 @@ pub(crate) unsafe fn launch_kernel(
     })();
     match launched {
         Ok(()) => {
-            ctx.inner.segment.note_kernel(ex.is_some());
+            ctx.segment_trace().note_kernel(ex.is_some());
             Ok(())
         }
         Err(failed) => Err(ctx.failed(failed)),

@@ -98,11 +98,11 @@ impl<L> Recording<L> {
     /// choice now ([`Context::recordings_capture`]).
     pub fn begin(ctx: &Context, mode: CaptureMode) -> Result<Recording<L>> {
         let in_break = ctx.in_break();
-        let mut state = lock(&ctx.inner.capture_state);
+        let mut state = lock(ctx.capture_state_cell());
         state.check_can_begin(in_break)?;
         let built = !ctx.recordings_capture();
         if built {
-            ctx.inner.sink.open();
+            ctx.sink().open();
         } else {
             begin_segment(ctx, mode)?;
         }
@@ -150,7 +150,7 @@ impl<L> Recording<L> {
         if self.mode == CaptureMode::Relaxed {
             return Ok(());
         }
-        lock(&self.ctx.inner.capture_state).check_owner(ThreadTag::current_tid(), what)
+        lock(self.ctx.capture_state_cell()).check_owner(ThreadTag::current_tid(), what)
     }
 
     fn fail(&mut self, e: Error) -> Error {
@@ -191,13 +191,13 @@ impl<L> Recording<L> {
             return Err(Error::capture_state("a foreign section is already open in this recording"));
         }
         let stream = ctx.stream();
-        ctx.inner.sink.pause();
+        ctx.sink().pause();
         let begun = bound(ctx.raw_ctx(), |d| {
             // SAFETY: our stream, not capturing; the mode is a valid value.
             check("cuStreamBeginCapture", unsafe { (d.cuStreamBeginCapture)(stream, mode.raw()) })
         });
         if let Err(e) = begun {
-            ctx.inner.sink.resume();
+            ctx.sink().resume();
             return Err(e);
         }
         self.foreign = Some(Foreign { tid: ThreadTag::current_tid(), mode });
@@ -233,13 +233,13 @@ impl<L> Recording<L> {
                 let op = Op::Child(Some(OwnedGraph::new(g, ctx.raw_ctx())));
                 // A closed segment cannot happen here (the section belongs
                 // to the open one); the op is dropped (destroyed) if it did.
-                let _ = ctx.inner.sink.push_paused(op);
+                let _ = ctx.sink().push_paused(op);
                 Ok(())
             }
             Ok(None) => Ok(()),
             Err(e) => Err(self.fail(e)),
         };
-        ctx.inner.sink.resume();
+        ctx.sink().resume();
         result
     }
 
@@ -258,7 +258,7 @@ impl<L> Recording<L> {
         }
         self.segment_open = false;
         if self.built {
-            let ops = ctx.inner.sink.close().unwrap_or_default();
+            let ops = ctx.sink().close().unwrap_or_default();
             self.pieces.push(Pending::Built(ops));
         } else {
             match end_segment(ctx) {
@@ -271,7 +271,7 @@ impl<L> Recording<L> {
         // Reopen the next segment even after a failed break, so that work
         // queued before `end` is recorded (and discarded), never run eagerly.
         if self.built {
-            ctx.inner.sink.open();
+            ctx.sink().open();
         } else if let Err(e) = begin_segment(ctx, self.mode) {
             return Err(self.fail(e));
         }
@@ -415,7 +415,7 @@ impl<L> Recording<L> {
         }
         self.segment_open = false;
         if self.built {
-            let ops = ctx.inner.sink.close().unwrap_or_default();
+            let ops = ctx.sink().close().unwrap_or_default();
             self.pieces.push(Pending::Built(ops));
         } else {
             let last = end_segment(ctx)?;
@@ -437,7 +437,7 @@ impl<L> Recording<L> {
         if self.segment_open {
             self.segment_open = false;
             if self.built {
-                drop(ctx.inner.sink.close());
+                drop(ctx.sink().close());
             } else if let Ok(Some(g)) = end_capture(ctx.raw_ctx(), ctx.stream()) {
                 destroy_graph(ctx.raw_ctx(), g);
             }
@@ -457,7 +457,7 @@ impl<L> Recording<L> {
         }
         self.closed = true;
         self.discard();
-        let mut state = lock(&self.ctx.inner.capture_state);
+        let mut state = lock(self.ctx.capture_state_cell());
         let result = result.map_err(|e| match state.first_failure() {
             Some(note) if !e.to_string().contains(&note) => e.with_note(&note),
             _ => e,
@@ -565,7 +565,7 @@ fn update_built<L>(
 /// `Context::bound`: callers may hold the capture-state lock.)
 fn begin_segment(ctx: &Context, mode: CaptureMode) -> Result<()> {
     let stream = ctx.stream();
-    ctx.inner.segment.begin();
+    ctx.segment_trace().begin();
     bound(ctx.raw_ctx(), |d| {
         // SAFETY: our stream; the mode is a valid enum value.
         check("cuStreamBeginCapture", unsafe { (d.cuStreamBeginCapture)(stream, mode.raw()) })
@@ -628,7 +628,7 @@ fn end_segment(ctx: &Context) -> Result<Option<Captured>> {
         return Ok(None);
     };
     if ends.is_some_and(|n| n > 0) {
-        let topology = ctx.inner.segment.topology();
+        let topology = ctx.segment_trace().topology();
         return Ok(Some(Captured { graph, nodes: None, topology }));
     }
     let nodes = ctx.bound(|d| node_count(d, graph));
