@@ -105,6 +105,13 @@ impl GraphExec {
         self.built.as_ref().is_some_and(|b| b.accepts(ops))
     }
 
+    /// Whether a graph built from `ops` may update this executable with
+    /// `cuGraphExecUpdate` without being refused (only an executable built
+    /// from ops can tell; a captured one is instantiated anew instead).
+    pub(crate) fn may_update_whole(&self, ops: &[Op]) -> bool {
+        self.built.as_ref().is_some_and(|b| b.may_update_whole(ops))
+    }
+
     /// Applies `ops` (which [`GraphExec::accepts_nodes`]) node by node;
     /// returns the driver calls made (0 when nothing changed).
     pub(crate) fn update_nodes(&mut self, ops: Vec<Op>) -> Result<usize> {

@@ -230,7 +230,9 @@ impl<L> Recording<L> {
         let ended = end_capture(ctx.raw_ctx(), ctx.stream());
         let result = match ended {
             Ok(Some(g)) => {
-                let op = Op::Child(Some(OwnedGraph::new(g, ctx.raw_ctx())));
+                let owned = OwnedGraph::new(g, ctx.raw_ctx());
+                let nodes = bound(ctx.raw_ctx(), |d| node_count(d, g)).unwrap_or(usize::MAX);
+                let op = Op::Child { graph: Some(owned), nodes };
                 // A closed segment cannot happen here (the section belongs
                 // to the open one); the op is dropped (destroyed) if it did.
                 let _ = ctx.sink().push_paused(op);
@@ -523,6 +525,10 @@ fn update_built<L>(
                 Piece::Segment(None)
             }
         };
+    }
+    if !exec.may_update_whole(&ops) {
+        report.instantiated += 1;
+        return build_piece(ctx, ops, failure);
     }
     let built = match materialize(ctx.raw_ctx(), &mut ops) {
         Ok(b) => b,

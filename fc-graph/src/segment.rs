@@ -66,9 +66,9 @@ pub(crate) enum Op {
     /// A memset (fills).
     Memset(MemsetRaw),
     /// Work captured from the context's stream (a foreign section: cuBLAS,
-    /// NCCL, the engine's own kernels), added as a child graph node; `None`
-    /// once copied into a built graph.
-    Child(Option<OwnedGraph>),
+    /// NCCL, the engine's own kernels), added as a child graph node: the
+    /// graph (`None` once copied into a built graph) and its node count.
+    Child { graph: Option<OwnedGraph>, nodes: usize },
 }
 
 // SAFETY: function handles and graphs are driver handles usable from any
@@ -186,7 +186,9 @@ pub(crate) fn materialize(ctx: RawCtx, ops: &mut [Op]) -> Result<Built> {
         // SAFETY: valid out-pointer; flags must be 0.
         crate::driver::check("cuGraphCreate", unsafe { (d.cuGraphCreate)(&mut graph, 0) })?;
         let mut nodes = Vec::with_capacity(ops.len());
-        let (mut from, mut to, mut data) = (Vec::new(), Vec::new(), Vec::new());
+        let edges = if programmatic { ops.len() } else { 0 };
+        let (mut from, mut to, mut data) =
+            (Vec::with_capacity(edges), Vec::with_capacity(edges), Vec::with_capacity(edges));
         let built = (|| {
             let mut prev: Option<(CUgraphNode, bool)> = None;
             for op in ops.iter_mut() {
@@ -228,7 +230,7 @@ pub(crate) fn materialize(ctx: RawCtx, ops: &mut [Op]) -> Result<Built> {
                         // recorded).
                         unsafe { add_memset_node(d, graph, deps, m, raw_ctx) }?
                     }
-                    Op::Child(child) => {
+                    Op::Child { graph: child, .. } => {
                         let deps: &[CUgraphNode] = dep.as_slice();
                         let Some(c) = child.as_ref() else {
                             return Err(crate::error::Error::invalid("a recorded foreign section was built already"));
@@ -283,6 +285,27 @@ impl BuiltNodes {
         self.nodes.len() == self.ops.len()
             && self.ops.len() == new.len()
             && self.ops.iter().zip(new).all(|(a, b)| a.same_shape(b))
+    }
+
+    /// Whether a graph built from `new` may go to `cuGraphExecUpdate`
+    /// against this executable without being refused (a refusal is an API
+    /// error to compute-sanitizer): as many ops, each a kernel where a
+    /// kernel was (of any function) with the same PDL setting, so the same
+    /// edges and edge types, a memset of the same shape where a memset was,
+    /// a foreign section of as many nodes where one was.
+    pub(crate) fn may_update_whole(&self, new: &[Op]) -> bool {
+        let pdl = |o: &Op| match o {
+            Op::Binary(l) => Some(l.pdl),
+            Op::Kernel(k) => Some(k.spec.pdl),
+            _ => None,
+        };
+        self.nodes.len() == self.ops.len()
+            && self.ops.len() == new.len()
+            && self.ops.iter().zip(new).all(|(a, b)| match (a, b) {
+                (Op::Memset(x), Op::Memset(y)) => x.same_shape(y),
+                (Op::Child { nodes: x, .. }, Op::Child { nodes: y, .. }) => x == y,
+                _ => pdl(a).is_some() && pdl(a) == pdl(b),
+            })
     }
 
     /// Applies `new` (which [`BuiltNodes::accepts`]) to `exec`, node by
@@ -437,7 +460,16 @@ mod tests {
         assert!(!old.accepts(&[kernel(1, 0, false), memset(8, 16), kernel(2, 0, false)]), "PDL changed");
         assert!(!old.accepts(&[kernel(3, 0, true), memset(8, 16), kernel(2, 0, false)]), "another function");
         assert!(!old.accepts(&[kernel(1, 0, true), memset(8, 17), kernel(2, 0, false)]), "another memset size");
-        assert!(!old.accepts(&[kernel(1, 0, true), Op::Child(None), kernel(2, 0, false)]), "a foreign section");
+        let child = || Op::Child { graph: None, nodes: 3 };
+        assert!(!old.accepts(&[kernel(1, 0, true), child(), kernel(2, 0, false)]), "a foreign section");
+        assert!(old.may_update_whole(&[kernel(7, 9, true), memset(64, 16), kernel(8, 5, false)]), "other functions");
+        assert!(!old.may_update_whole(&[kernel(1, 0, false), memset(8, 16), kernel(2, 0, false)]), "PDL: edge kinds");
+        assert!(!old.may_update_whole(&[kernel(1, 0, true), memset(8, 17), kernel(2, 0, false)]), "memset size");
+        assert!(!old.may_update_whole(&[kernel(1, 0, true), child(), kernel(2, 0, false)]), "a child for a memset");
+        let with_child = BuiltNodes::new(vec![std::ptr::null_mut(); 2], vec![kernel(1, 0, true), child()]);
+        assert!(with_child.may_update_whole(&[kernel(1, 4, true), Op::Child { graph: None, nodes: 3 }]));
+        assert!(!with_child.may_update_whole(&[kernel(1, 4, true), Op::Child { graph: None, nodes: 4 }]));
+        assert!(!with_child.accepts(&[kernel(1, 4, true), child()]), "children update as a whole graph");
         assert!(same_params(&kernel(1, 7, true), &kernel(1, 7, true)));
         assert!(!same_params(&kernel(1, 7, true), &kernel(1, 8, true)));
         assert!(!same_params(&memset(8, 16), &memset(9, 16)));
