@@ -321,6 +321,8 @@ driver_functions! {
     required fn cuStreamDestroy(hStream: CUstream) -> CUresult = 4000;
     required fn cuStreamSynchronize(hStream: CUstream) -> CUresult = 2000;
     required fn cuStreamQuery(hStream: CUstream) -> CUresult = 2000;
+    /// Orders a stream after an event (lanes of a context: fork, join, wait).
+    required fn cuStreamWaitEvent(hStream: CUstream, hEvent: CUevent, Flags: c_uint) -> CUresult = 3020;
     required fn cuStreamBeginCapture(hStream: CUstream, mode: CUstreamCaptureMode) -> CUresult = 10010;
     required fn cuStreamEndCapture(hStream: CUstream, phGraph: *mut CUgraph) -> CUresult = 10000;
     required fn cuStreamIsCapturing(hStream: CUstream, captureStatus: *mut CUstreamCaptureStatus) -> CUresult = 10000;

@@ -26,6 +26,7 @@ use crate::driver::{bound, check, driver, shielded, CaptureShield, RawCtx};
 use crate::error::{Error, Result};
 use crate::gate::Gate;
 use crate::isolation::{self, Isolation, IsolationRequest, Plan};
+use crate::lane_streams::{LaneStream, LaneStreams};
 use crate::pool::PoolAllocator;
 use crate::recording_mode::RecordingMode;
 use crate::segment::{Op, Sink};
@@ -69,10 +70,22 @@ pub enum ContextKind {
 }
 
 /// A context on one device. Cheap to clone (shared handle); `Send + Sync`.
+/// A clone may stand for one of the context's lanes ([`Context::lane`]):
+/// its work goes on that lane.
 #[derive(Clone)]
 pub struct Context {
     inner: Arc<ContextInner>,
+    /// The lane this handle queues work on (0: the context's own stream).
+    lane: u32,
+    /// That lane's stream.
+    stream: CUstream,
 }
+
+// SAFETY: the shared state is `Send + Sync` (ContextInner's impls); the
+// stream is a driver handle usable from any thread, owned by that state.
+unsafe impl Send for Context {}
+// SAFETY: as above; both fields beside it are immutable.
+unsafe impl Sync for Context {}
 
 /// In declaration order (`repr(C)`): what every launch reads first, so that
 /// it shares the allocation's first cache lines with the reference counts.
@@ -96,6 +109,8 @@ pub(crate) struct ContextInner {
     kind: ContextKind,
     capture_state: Mutex<CaptureState>,
     pool: Mutex<PoolAllocator>,
+    /// The streams and events of the context's lanes (see [`crate::lanes`]).
+    lanes: LaneStreams,
     /// What the context is isolated by ([`Isolation::None`] for primary).
     isolation: Isolation,
     /// The green context behind `raw` (null unless green).
@@ -121,7 +136,8 @@ impl std::fmt::Debug for Context {
             .field("device", &self.inner.device.ordinal())
             .field("kind", &self.inner.kind)
             .field("isolation", &self.inner.isolation)
-            .field("stream", &self.inner.stream)
+            .field("lane", &self.lane)
+            .field("stream", &self.stream)
             .finish()
     }
 }
@@ -282,8 +298,11 @@ impl Context {
                 isolation,
                 green,
                 memory_owner,
+                lanes: LaneStreams::default(),
                 _gate: gate,
             }),
+            lane: 0,
+            stream,
         })
     }
 
@@ -327,12 +346,36 @@ impl Context {
     /// crate guide on in-place updates).
     pub fn raw_stream(&self) -> CUstream {
         self.inner.segment.note_shared();
-        self.inner.stream
+        self.stream
     }
 
-    /// The stream, for the library's own calls.
+    /// The stream of this handle's lane, for the library's own calls.
+    #[inline]
     pub(crate) fn stream(&self) -> CUstream {
-        self.inner.stream
+        self.stream
+    }
+
+    /// The lane this handle queues work on (0: the context itself).
+    pub fn lane_index(&self) -> usize {
+        self.lane as usize
+    }
+
+    /// This context's handle for lane `i` (made on first use).
+    pub(crate) fn lane_handle(&self, i: usize) -> Result<(Context, LaneStream)> {
+        let l = self.inner.lanes.get(self.inner.raw, self.inner.green, self.inner.stream, i)?;
+        let lane = u32::try_from(i).map_err(|_| Error::invalid(format!("lane {i}")))?;
+        Ok((Context { inner: Arc::clone(&self.inner), lane, stream: l.stream }, l))
+    }
+
+    /// Whether two handles are lanes of one context (or the same lane).
+    pub fn same_context(&self, other: &Context) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Lane `a`'s next op also depends on lane `b`'s work so far in the
+    /// open recording (`false`: no recording builds now).
+    pub(crate) fn record_wait(&self, a: usize, b: usize) -> bool {
+        self.inner.sink.wait(a, b)
     }
 
     /// Where the library's launches go while a recording builds.
@@ -404,7 +447,7 @@ impl Context {
     /// Records `op` into the open recording's segment; `false` when none
     /// takes it (the caller enqueues the work eagerly).
     pub(crate) fn record_op(&self, op: Op) -> bool {
-        self.inner.sink.push(op)
+        self.inner.sink.push(op, self.lane as usize)
     }
 
     /// The raw CUDA context handle (`CUcontext`): the device's primary
@@ -547,7 +590,7 @@ impl Context {
     /// stream, never the whole device).
     pub fn synchronize(&self) -> Result<()> {
         self.ensure_not_capturing("synchronize")?;
-        let stream = self.inner.stream;
+        let stream = self.stream;
         self.shielded(|d| {
             // SAFETY: our stream, alive while the context is.
             check("cuStreamSynchronize", unsafe { (d.cuStreamSynchronize)(stream) })
@@ -626,6 +669,7 @@ impl Drop for ContextInner {
             // Ops of an open segment (child graphs among them) go while the
             // context still exists.
             drop(self.sink.close());
+            self.lanes.destroy(d);
             drop(builtins);
             for (base, _) in slabs {
                 // SAFETY: slabs were allocated with cuMemAlloc by this context

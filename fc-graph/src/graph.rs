@@ -13,7 +13,7 @@ use crate::context::Context;
 use crate::driver::{check, shielded};
 use crate::error::{Error, Result};
 use crate::nodes::destroy_graph;
-use crate::segment::{Built, BuiltNodes, Op};
+use crate::segment::{Built, BuiltNodes, Ops};
 use crate::topology::Topology;
 
 /// A break's host function: receives the context and the *live* value
@@ -92,7 +92,7 @@ impl GraphExec {
     }
 
     /// Instantiates a graph built from `ops` (taking ownership of it).
-    pub(crate) fn instantiate_built(ctx: &Context, built: Built, ops: Vec<Op>) -> Result<GraphExec> {
+    pub(crate) fn instantiate_built(ctx: &Context, built: Built, ops: Ops) -> Result<GraphExec> {
         let Built { graph, nodes } = built;
         let count = nodes.len();
         let mut exec = Self::instantiate(ctx, Captured { graph, nodes: Some(count), topology: None })?;
@@ -101,20 +101,20 @@ impl GraphExec {
     }
 
     /// Whether `ops` can be applied to this executable node by node.
-    pub(crate) fn accepts_nodes(&self, ops: &[Op]) -> bool {
+    pub(crate) fn accepts_nodes(&self, ops: &Ops) -> bool {
         self.built.as_ref().is_some_and(|b| b.accepts(ops))
     }
 
     /// Whether a graph built from `ops` may update this executable with
     /// `cuGraphExecUpdate` without being refused (only an executable built
     /// from ops can tell; a captured one is instantiated anew instead).
-    pub(crate) fn may_update_whole(&self, ops: &[Op]) -> bool {
+    pub(crate) fn may_update_whole(&self, ops: &Ops) -> bool {
         self.built.as_ref().is_some_and(|b| b.may_update_whole(ops))
     }
 
     /// Applies `ops` (which [`GraphExec::accepts_nodes`]) node by node;
     /// returns the driver calls made (0 when nothing changed).
-    pub(crate) fn update_nodes(&mut self, ops: Vec<Op>) -> Result<usize> {
+    pub(crate) fn update_nodes(&mut self, ops: Ops) -> Result<usize> {
         let exec = self.exec;
         match self.built.as_mut() {
             Some(b) => b.update(self.ctx.raw_ctx(), exec, ops),
@@ -125,7 +125,7 @@ impl GraphExec {
     /// After a whole-graph update from a graph built from `ops`: keeps the
     /// ops (their parameters are the executable's now, and they keep user
     /// modules loaded).
-    pub(crate) fn keep_built_ops(&mut self, ops: Vec<Op>) {
+    pub(crate) fn keep_built_ops(&mut self, ops: Ops) {
         match self.built.as_mut() {
             Some(b) => b.replace_ops(ops),
             None => self.built = Some(BuiltNodes::new(Vec::new(), ops)),

@@ -286,6 +286,8 @@ mod gate;
 pub mod graph;
 pub mod graph_builder;
 pub mod isolation;
+mod lane_streams;
+pub mod lanes;
 pub mod launch;
 mod launch_config;
 pub mod module;

@@ -30,7 +30,7 @@ use crate::driver::{bound, check, RawCtx};
 use crate::error::{Error, Result};
 use crate::graph::{node_count, BreakFn, Captured, Graph, GraphExec, Piece, UpdateReport};
 use crate::nodes::destroy_graph;
-use crate::segment::{materialize, Op, OwnedGraph};
+use crate::segment::{materialize, Op, Ops, OwnedGraph};
 
 /// A piece recorded by an open recording. Segments stay unbuilt (ops) or
 /// raw graphs until the recording ends, so an update can update any of them
@@ -39,7 +39,7 @@ enum Pending<L> {
     /// A segment the stream captured; `None` when it recorded nothing.
     Segment(Option<Captured>),
     /// A segment recorded by construction.
-    Built(Vec<Op>),
+    Built(Ops),
     Break(BreakFn<L>),
 }
 
@@ -97,6 +97,12 @@ impl<L> Recording<L> {
     /// Whether it builds or captures is the context's recording mode's
     /// choice now ([`Context::recordings_capture`]).
     pub fn begin(ctx: &Context, mode: CaptureMode) -> Result<Recording<L>> {
+        if ctx.lane_index() != 0 {
+            return Err(Error::capture_state(format!(
+                "a recording begins on the context itself (lane 0), not on lane {}",
+                ctx.lane_index()
+            )));
+        }
         let in_break = ctx.in_break();
         let mut state = lock(ctx.capture_state_cell());
         state.check_can_begin(in_break)?;
@@ -477,7 +483,7 @@ impl<L> Drop for Recording<L> {
 
 /// Builds a recorded segment and instantiates it; on failure records the
 /// first error in `failure` and yields an empty segment.
-fn build_piece<L>(ctx: &Context, mut ops: Vec<Op>, failure: &mut Option<Error>) -> Piece<L> {
+fn build_piece<L>(ctx: &Context, mut ops: Ops, failure: &mut Option<Error>) -> Piece<L> {
     if ops.is_empty() {
         return Piece::Segment(None);
     }
@@ -505,7 +511,7 @@ fn update_built<L>(
     ctx: &Context,
     old: Option<&mut GraphExec>,
     i: usize,
-    mut ops: Vec<Op>,
+    mut ops: Ops,
     report: &mut UpdateReport,
     failure: &mut Option<Error>,
 ) -> Piece<L> {

@@ -19,6 +19,8 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use smallvec::SmallVec;
+
 use cuda_sys::*;
 
 use crate::driver::{bound, RawCtx};
@@ -91,32 +93,75 @@ impl Op {
     }
 }
 
+/// The ops an op depends on (indices into the segment), usually one.
+pub(crate) type Deps = SmallVec<[u32; 2]>;
+
+/// The ops of a segment and what each depends on.
+#[derive(Default)]
+pub(crate) struct Ops {
+    pub(crate) list: Vec<Op>,
+    /// `deps[i]`: the ops op `i` depends on (its lane's previous op, and
+    /// the last ops of lanes its lane waited for).
+    pub(crate) deps: Vec<Deps>,
+}
+
+impl Ops {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.list.len()
+    }
+}
+
+/// An open segment: its ops and each lane's frontier (the ops its next op
+/// depends on).
+struct Open {
+    ops: Ops,
+    frontier: Vec<Deps>,
+}
+
+impl Open {
+    fn push(&mut self, op: Op, lane: usize) {
+        let i = self.ops.list.len() as u32;
+        if self.frontier.len() <= lane {
+            self.frontier.resize(lane + 1, Deps::new());
+        }
+        let deps = std::mem::replace(&mut self.frontier[lane], smallvec::smallvec![i]);
+        self.ops.list.push(op);
+        self.ops.deps.push(deps);
+    }
+}
+
 /// Where a context's launches go while one of its recordings is open.
 /// `active` is a hint read without the lock by every launch (an eager
 /// launch pays one atomic load); the ops themselves are behind the mutex.
 #[derive(Default)]
 pub(crate) struct Sink {
     active: AtomicBool,
-    ops: Mutex<Option<Vec<Op>>>,
+    open: Mutex<Option<Open>>,
     /// Ops the last closed segment held: the next one starts with room for
     /// as many (recordings of a model repeat).
     hint: AtomicUsize,
 }
 
 impl Sink {
-    /// Starts taking launches into a new segment.
+    /// Starts taking launches into a new segment (every lane starts at the
+    /// segment's beginning).
     pub(crate) fn open(&self) {
         let room = self.hint.load(Ordering::Relaxed).min(1 << 16);
-        let mut ops = lock(&self.ops);
-        *ops = Some(Vec::with_capacity(room));
+        let ops = Ops { list: Vec::with_capacity(room), deps: Vec::with_capacity(room) };
+        let mut open = lock(&self.open);
+        *open = Some(Open { ops, frontier: vec![Deps::new()] });
         self.active.store(true, Ordering::Release);
     }
 
     /// Stops taking launches and hands over what the segment recorded.
-    pub(crate) fn close(&self) -> Option<Vec<Op>> {
-        let mut ops = lock(&self.ops);
+    pub(crate) fn close(&self) -> Option<Ops> {
+        let mut open = lock(&self.open);
         self.active.store(false, Ordering::Release);
-        let taken = ops.take();
+        let taken = open.take().map(|o| o.ops);
         if let Some(v) = &taken {
             self.hint.store(v.len(), Ordering::Relaxed);
         }
@@ -126,14 +171,14 @@ impl Sink {
     /// Stops taking launches for a while (a foreign section, during which
     /// the stream itself captures), keeping what was recorded.
     pub(crate) fn pause(&self) {
-        let _ops = lock(&self.ops);
+        let _open = lock(&self.open);
         self.active.store(false, Ordering::Release);
     }
 
     /// Takes launches again after [`Sink::pause`] (no-op when closed).
     pub(crate) fn resume(&self) {
-        let ops = lock(&self.ops);
-        self.active.store(ops.is_some(), Ordering::Release);
+        let open = lock(&self.open);
+        self.active.store(open.is_some(), Ordering::Release);
     }
 
     /// Whether launches are taken now (a hint; [`Sink::push`] decides).
@@ -142,29 +187,51 @@ impl Sink {
         self.active.load(Ordering::Acquire)
     }
 
-    /// Records `op` if launches are taken now: `false` when not (the
-    /// caller enqueues the work eagerly; `op` is dropped).
-    pub(crate) fn push(&self, op: Op) -> bool {
-        let mut ops = lock(&self.ops);
-        match ops.as_mut() {
-            Some(v) if self.active.load(Ordering::Acquire) => {
-                v.push(op);
+    /// Records `op` on `lane` if launches are taken now: `false` when not
+    /// (the caller enqueues the work eagerly; `op` is dropped).
+    pub(crate) fn push(&self, op: Op, lane: usize) -> bool {
+        let mut open = lock(&self.open);
+        match open.as_mut() {
+            Some(o) if self.active.load(Ordering::Acquire) => {
+                o.push(op, lane);
                 true
             }
             _ => false,
         }
     }
 
-    /// Records `op` even while paused (the end of a foreign section);
-    /// `false` (and `op` dropped) when the segment is closed.
+    /// Records `op` on lane 0 even while paused (the end of a foreign
+    /// section); `false` (and `op` dropped) when the segment is closed.
     pub(crate) fn push_paused(&self, op: Op) -> bool {
-        match lock(&self.ops).as_mut() {
-            Some(v) => {
-                v.push(op);
+        match lock(&self.open).as_mut() {
+            Some(o) => {
+                o.push(op, 0);
                 true
             }
             None => false,
         }
+    }
+
+    /// Lane `a`'s next op also depends on lane `b`'s last ops (a wait, a
+    /// fork or a join, recorded): `false` when launches are not taken now
+    /// (the caller orders the streams eagerly).
+    pub(crate) fn wait(&self, a: usize, b: usize) -> bool {
+        let mut open = lock(&self.open);
+        let Some(o) = open.as_mut().filter(|_| self.active.load(Ordering::Acquire)) else {
+            return false;
+        };
+        let need = a.max(b) + 1;
+        if o.frontier.len() < need {
+            o.frontier.resize(need, Deps::new());
+        }
+        let theirs = o.frontier[b].clone();
+        let mine = &mut o.frontier[a];
+        for d in theirs {
+            if !mine.contains(&d) {
+                mine.push(d);
+            }
+        }
+        true
     }
 }
 
@@ -175,9 +242,12 @@ pub(crate) struct Built {
 }
 
 /// Builds `ops` into a new graph of the context `ctx` (see the module
-/// docs). Child ops are copied into it and their graphs destroyed. On error
-/// nothing is left.
-pub(crate) fn materialize(ctx: RawCtx, ops: &mut [Op]) -> Result<Built> {
+/// docs): each op a node after the nodes of its dependencies. The edge into
+/// a kernel that launches with PDL from its one dependency, a kernel, is
+/// programmatic (where the driver has such edges); every other edge is a
+/// full one. Child ops are copied into the graph and their graphs
+/// destroyed. On error nothing is left.
+pub(crate) fn materialize(ctx: RawCtx, ops: &mut Ops) -> Result<Built> {
     let d = crate::driver::driver()?;
     let programmatic = d.has_programmatic_edges();
     let raw_ctx = ctx.raw;
@@ -185,65 +255,57 @@ pub(crate) fn materialize(ctx: RawCtx, ops: &mut [Op]) -> Result<Built> {
         let mut graph: CUgraph = std::ptr::null_mut();
         // SAFETY: valid out-pointer; flags must be 0.
         crate::driver::check("cuGraphCreate", unsafe { (d.cuGraphCreate)(&mut graph, 0) })?;
-        let mut nodes = Vec::with_capacity(ops.len());
-        let edges = if programmatic { ops.len() } else { 0 };
+        let n = ops.len();
+        let mut nodes: Vec<CUgraphNode> = Vec::with_capacity(n);
+        let edges = if programmatic { n } else { 0 };
         let (mut from, mut to, mut data) =
             (Vec::with_capacity(edges), Vec::with_capacity(edges), Vec::with_capacity(edges));
+        let mut dep_nodes: Vec<CUgraphNode> = Vec::with_capacity(4);
+        let mut kernel_flags: Vec<bool> = Vec::with_capacity(n);
         let built = (|| {
-            let mut prev: Option<(CUgraphNode, bool)> = None;
-            for op in ops.iter_mut() {
-                let dep = prev.map(|(n, _)| n);
+            for (op, deps) in ops.list.iter_mut().zip(&ops.deps) {
+                dep_nodes.clear();
+                for &i in deps {
+                    let node = nodes.get(i as usize).copied();
+                    dep_nodes.push(node.ok_or_else(|| crate::error::Error::invalid("an op depends on a later op"))?);
+                }
+                let pdl = match op {
+                    Op::Binary(l) => l.pdl,
+                    Op::Kernel(k) => k.spec.pdl,
+                    _ => false,
+                };
+                let single_kernel_dep = deps.len() == 1 && ops_is_kernel_at(&kernel_flags, deps[0] as usize);
+                let edge = programmatic_edge(pdl, single_kernel_dep, programmatic);
+                let full: &[CUgraphNode] = if edge.is_some() { &[] } else { &dep_nodes };
                 let node = match op {
-                    Op::Binary(_) | Op::Kernel(_) => {
-                        let pdl = match op {
-                            Op::Binary(l) => l.pdl,
-                            Op::Kernel(k) => k.spec.pdl,
-                            _ => false,
-                        };
-                        let edge = prev.and_then(|(_, k)| programmatic_edge(pdl, k, programmatic));
-                        let deps: &[CUgraphNode] = match (dep.as_ref(), edge) {
-                            (Some(n), None) => std::slice::from_ref(n),
-                            _ => &[],
-                        };
-                        let node = match op {
-                            Op::Binary(l) => l.with_params(|p| {
-                                // SAFETY: our live graph, bound here; `deps`
-                                // its nodes; the launch was checked when
-                                // recorded.
-                                unsafe { add_kernel_node_params(d, graph, deps, p) }
-                            }),
-                            // SAFETY: as above.
-                            Op::Kernel(k) => unsafe { add_kernel_node(d, graph, deps, &k.spec) },
-                            _ => Err(crate::error::Error::invalid("not a kernel op")),
-                        }?;
-                        if let (Some(e), Some(n)) = (edge, dep) {
-                            from.push(n);
-                            to.push(node);
-                            data.push(e);
-                        }
-                        node
-                    }
-                    Op::Memset(m) => {
-                        let deps: &[CUgraphNode] = dep.as_slice();
-                        // SAFETY: our live graph and its nodes; the range
-                        // lies inside memory of this context (checked when
-                        // recorded).
-                        unsafe { add_memset_node(d, graph, deps, m, raw_ctx) }?
-                    }
+                    Op::Binary(l) => l.with_params(|p| {
+                        // SAFETY: our live graph, bound here; `full` its
+                        // nodes; the launch was checked when recorded.
+                        unsafe { add_kernel_node_params(d, graph, full, p) }
+                    })?,
+                    // SAFETY: as above.
+                    Op::Kernel(k) => unsafe { add_kernel_node(d, graph, full, &k.spec) }?,
+                    // SAFETY: our live graph and its nodes; the range lies
+                    // inside memory of this context (checked when recorded).
+                    Op::Memset(m) => unsafe { add_memset_node(d, graph, full, m, raw_ctx) }?,
                     Op::Child { graph: child, .. } => {
-                        let deps: &[CUgraphNode] = dep.as_slice();
                         let Some(c) = child.as_ref() else {
                             return Err(crate::error::Error::invalid("a recorded foreign section was built already"));
                         };
                         // SAFETY: two live graphs of this context; the
                         // child is copied.
-                        let node = unsafe { add_child_node(d, graph, deps, c.graph) }?;
+                        let node = unsafe { add_child_node(d, graph, full, c.graph) }?;
                         *child = None;
                         node
                     }
                 };
+                if let Some(e) = edge {
+                    from.push(dep_nodes[0]);
+                    to.push(node);
+                    data.push(e);
+                }
                 nodes.push(node);
-                prev = Some((node, op.is_kernel()));
+                kernel_flags.push(op.is_kernel());
             }
             // SAFETY: our live graph and its nodes.
             unsafe { add_edges(d, graph, &from, &to, &data) }
@@ -259,12 +321,17 @@ pub(crate) fn materialize(ctx: RawCtx, ops: &mut [Op]) -> Result<Built> {
     })
 }
 
+/// Whether op `i` (already added) is a kernel.
+fn ops_is_kernel_at(kernel_flags: &[bool], i: usize) -> bool {
+    kernel_flags.get(i).copied().unwrap_or(false)
+}
+
 /// What an executable graph built from ops keeps: the node of each op in
 /// its source graph and the parameters it was last given. The ops also
 /// keep user kernels' modules loaded while the graph lives.
 pub(crate) struct BuiltNodes {
     nodes: Vec<CUgraphNode>,
-    ops: Vec<Op>,
+    ops: Ops,
 }
 
 // SAFETY: node handles are driver handles; see `Op`.
@@ -273,7 +340,7 @@ unsafe impl Send for BuiltNodes {}
 unsafe impl Sync for BuiltNodes {}
 
 impl BuiltNodes {
-    pub(crate) fn new(nodes: Vec<CUgraphNode>, ops: Vec<Op>) -> BuiltNodes {
+    pub(crate) fn new(nodes: Vec<CUgraphNode>, ops: Ops) -> BuiltNodes {
         BuiltNodes { nodes, ops }
     }
 
@@ -281,10 +348,11 @@ impl BuiltNodes {
     /// same kind and shape (a kernel of the same function and PDL, a
     /// memset of the same size), and no foreign section (child graphs are
     /// updated through `cuGraphExecUpdate`).
-    pub(crate) fn accepts(&self, new: &[Op]) -> bool {
+    pub(crate) fn accepts(&self, new: &Ops) -> bool {
         self.nodes.len() == self.ops.len()
             && self.ops.len() == new.len()
-            && self.ops.iter().zip(new).all(|(a, b)| a.same_shape(b))
+            && self.ops.deps == new.deps
+            && self.ops.list.iter().zip(&new.list).all(|(a, b)| a.same_shape(b))
     }
 
     /// Whether a graph built from `new` may go to `cuGraphExecUpdate`
@@ -293,7 +361,7 @@ impl BuiltNodes {
     /// kernel was (of any function) with the same PDL setting, so the same
     /// edges and edge types, a memset of the same shape where a memset was,
     /// a foreign section of as many nodes where one was.
-    pub(crate) fn may_update_whole(&self, new: &[Op]) -> bool {
+    pub(crate) fn may_update_whole(&self, new: &Ops) -> bool {
         let pdl = |o: &Op| match o {
             Op::Binary(l) => Some(l.pdl),
             Op::Kernel(k) => Some(k.spec.pdl),
@@ -301,7 +369,8 @@ impl BuiltNodes {
         };
         self.nodes.len() == self.ops.len()
             && self.ops.len() == new.len()
-            && self.ops.iter().zip(new).all(|(a, b)| match (a, b) {
+            && self.ops.deps == new.deps
+            && self.ops.list.iter().zip(&new.list).all(|(a, b)| match (a, b) {
                 (Op::Memset(x), Op::Memset(y)) => x.same_shape(y),
                 (Op::Child { nodes: x, .. }, Op::Child { nodes: y, .. }) => x == y,
                 _ => pdl(a).is_some() && pdl(a) == pdl(b),
@@ -312,17 +381,17 @@ impl BuiltNodes {
     /// node: only changed nodes make a driver call. Returns the calls made.
     /// On error the nodes set so far keep their new parameters (and are
     /// known to), the rest their old ones.
-    pub(crate) fn update(&mut self, ctx: RawCtx, exec: CUgraphExec, new: Vec<Op>) -> Result<usize> {
+    pub(crate) fn update(&mut self, ctx: RawCtx, exec: CUgraphExec, new: Ops) -> Result<usize> {
         let raw_ctx = ctx.raw;
         let mut calls = 0usize;
-        let changed = self.ops.iter().zip(&new).any(|(a, b)| !same_params(a, b));
+        let changed = self.ops.list.iter().zip(&new.list).any(|(a, b)| !same_params(a, b));
         if !changed {
             self.ops = new;
             return Ok(0);
         }
-        let (nodes, ops) = (&self.nodes, &mut self.ops);
+        let (nodes, ops) = (&self.nodes, &mut self.ops.list);
         bound(ctx, |d| {
-            for ((old, new), &node) in ops.iter_mut().zip(new).zip(nodes) {
+            for ((old, new), &node) in ops.iter_mut().zip(new.list).zip(nodes) {
                 match (&*old, &new) {
                     (Op::Binary(a), Op::Binary(b)) if a != b => {
                         if a.pdl != b.pdl {
@@ -358,7 +427,7 @@ impl BuiltNodes {
 
     /// Takes the ops of a whole-graph update (`cuGraphExecUpdate`), which
     /// keeps the executable's nodes: same count and order, new parameters.
-    pub(crate) fn replace_ops(&mut self, new: Vec<Op>) {
+    pub(crate) fn replace_ops(&mut self, new: Ops) {
         self.ops = new;
     }
 }
@@ -383,6 +452,13 @@ mod tests {
         Op::Binary(WordLaunch { func: func as CUfunction, cfg, words: [a, 2, 3, 1024], pdl })
     }
 
+    /// `ops` as one chain: each depends on the one before.
+    fn chain(list: Vec<Op>) -> Ops {
+        let deps =
+            (0..list.len() as u32).map(|i| if i == 0 { Deps::new() } else { smallvec::smallvec![i - 1] }).collect();
+        Ops { list, deps }
+    }
+
     fn memset(dst: u64, count: usize) -> Op {
         Op::Memset(MemsetRaw { dst, value: 0, element_size: 1, count })
     }
@@ -391,18 +467,20 @@ mod tests {
     fn the_sink_takes_launches_only_while_open_and_not_paused() {
         let sink = Sink::default();
         assert!(!sink.is_active());
-        assert!(!sink.push(memset(0x10, 4)), "closed: the launch runs eagerly");
+        assert!(!sink.push(memset(0x10, 4), 0), "closed: the launch runs eagerly");
         sink.open();
         assert!(sink.is_active());
-        assert!(sink.push(memset(0x10, 4)));
+        assert!(sink.push(memset(0x10, 4), 0));
         sink.pause();
         assert!(!sink.is_active());
-        assert!(!sink.push(memset(0x20, 4)), "paused: eager");
+        assert!(!sink.push(memset(0x20, 4), 0), "paused: eager");
         assert!(sink.push_paused(memset(0x30, 4)), "a foreign section's end still records");
         sink.resume();
-        assert!(sink.push(memset(0x40, 4)));
+        assert!(sink.push(memset(0x40, 4), 0));
         let ops = sink.close().expect("open");
+        assert_eq!(ops.deps.iter().map(|d| d.to_vec()).collect::<Vec<_>>(), vec![vec![], vec![0], vec![1]]);
         let dsts: Vec<u64> = ops
+            .list
             .iter()
             .map(|o| match o {
                 Op::Memset(m) => m.dst,
@@ -418,6 +496,28 @@ mod tests {
     }
 
     #[test]
+    fn lanes_record_their_own_order_and_waits_become_dependencies() {
+        let sink = Sink::default();
+        sink.open();
+        assert!(sink.push(memset(0x00, 4), 0)); // 0 on lane 0
+        assert!(sink.wait(1, 0) && sink.wait(2, 0)); // fork lanes 1 and 2
+        assert!(sink.push(memset(0x10, 4), 1)); // 1
+        assert!(sink.push(memset(0x20, 4), 2)); // 2
+        assert!(sink.push(memset(0x11, 4), 1)); // 3
+        assert!(sink.wait(0, 1) && sink.wait(0, 2)); // join both into lane 0
+        assert!(sink.wait(0, 2), "a second wait adds nothing twice");
+        assert!(sink.push(memset(0x01, 4), 0)); // 4
+        assert!(sink.push(memset(0x30, 4), 3)); // 5: lane 3, never forked
+        let ops = sink.close().expect("open");
+        let deps: Vec<Vec<u32>> = ops.deps.iter().map(|d| d.to_vec()).collect();
+        assert_eq!(deps, vec![vec![], vec![0], vec![0], vec![1], vec![0, 3, 2], vec![]]);
+        assert!(!sink.wait(0, 1), "closed: waits are eager");
+        sink.open();
+        assert!(sink.push(memset(0x40, 4), 1));
+        assert_eq!(sink.close().expect("open").deps[0].len(), 0, "after a segment ends, lanes start anew");
+    }
+
+    #[test]
     fn launches_from_many_threads_are_all_recorded_once() {
         let sink = Arc::new(Sink::default());
         sink.open();
@@ -426,7 +526,7 @@ mod tests {
                 let sink = Arc::clone(&sink);
                 std::thread::spawn(move || {
                     for i in 0..25u64 {
-                        assert!(sink.push(memset(t * 1000 + i, 1)));
+                        assert!(sink.push(memset(t * 1000 + i, 1), 0));
                     }
                 })
             })
@@ -437,6 +537,7 @@ mod tests {
         let mut dsts: Vec<u64> = sink
             .close()
             .expect("open")
+            .list
             .iter()
             .map(|o| match o {
                 Op::Memset(m) => m.dst,
@@ -451,27 +552,49 @@ mod tests {
 
     #[test]
     fn node_updates_need_the_same_shape() {
+        let mut lanes = chain(vec![kernel(1, 0, true), memset(8, 16), kernel(2, 0, false)]);
+        lanes.deps[2] = smallvec::smallvec![0];
         let old = BuiltNodes::new(
             vec![std::ptr::null_mut(); 3],
-            vec![kernel(1, 0, true), memset(8, 16), kernel(2, 0, false)],
+            chain(vec![kernel(1, 0, true), memset(8, 16), kernel(2, 0, false)]),
         );
-        assert!(old.accepts(&[kernel(1, 99, true), memset(64, 16), kernel(2, 5, false)]), "new arguments");
-        assert!(!old.accepts(&[kernel(1, 0, true), memset(8, 16)]), "fewer ops");
-        assert!(!old.accepts(&[kernel(1, 0, false), memset(8, 16), kernel(2, 0, false)]), "PDL changed");
-        assert!(!old.accepts(&[kernel(3, 0, true), memset(8, 16), kernel(2, 0, false)]), "another function");
-        assert!(!old.accepts(&[kernel(1, 0, true), memset(8, 17), kernel(2, 0, false)]), "another memset size");
+        assert!(old.accepts(&chain(vec![kernel(1, 99, true), memset(64, 16), kernel(2, 5, false)])), "new arguments");
+        assert!(!old.accepts(&chain(vec![kernel(1, 0, true), memset(8, 16)])), "fewer ops");
+        assert!(!old.accepts(&chain(vec![kernel(1, 0, false), memset(8, 16), kernel(2, 0, false)])), "PDL changed");
+        assert!(!old.accepts(&chain(vec![kernel(3, 0, true), memset(8, 16), kernel(2, 0, false)])), "another function");
+        assert!(
+            !old.accepts(&chain(vec![kernel(1, 0, true), memset(8, 17), kernel(2, 0, false)])),
+            "another memset size"
+        );
         let child = || Op::Child { graph: None, nodes: 3 };
-        assert!(!old.accepts(&[kernel(1, 0, true), child(), kernel(2, 0, false)]), "a foreign section");
-        assert!(old.may_update_whole(&[kernel(7, 9, true), memset(64, 16), kernel(8, 5, false)]), "other functions");
-        assert!(!old.may_update_whole(&[kernel(1, 0, false), memset(8, 16), kernel(2, 0, false)]), "PDL: edge kinds");
-        assert!(!old.may_update_whole(&[kernel(1, 0, true), memset(8, 17), kernel(2, 0, false)]), "memset size");
-        assert!(!old.may_update_whole(&[kernel(1, 0, true), child(), kernel(2, 0, false)]), "a child for a memset");
-        let with_child = BuiltNodes::new(vec![std::ptr::null_mut(); 2], vec![kernel(1, 0, true), child()]);
-        assert!(with_child.may_update_whole(&[kernel(1, 4, true), Op::Child { graph: None, nodes: 3 }]));
-        assert!(!with_child.may_update_whole(&[kernel(1, 4, true), Op::Child { graph: None, nodes: 4 }]));
-        assert!(!with_child.accepts(&[kernel(1, 4, true), child()]), "children update as a whole graph");
+        assert!(!old.accepts(&chain(vec![kernel(1, 0, true), child(), kernel(2, 0, false)])), "a foreign section");
+        assert!(
+            old.may_update_whole(&chain(vec![kernel(7, 9, true), memset(64, 16), kernel(8, 5, false)])),
+            "other functions"
+        );
+        assert!(
+            !old.may_update_whole(&chain(vec![kernel(1, 0, false), memset(8, 16), kernel(2, 0, false)])),
+            "PDL: edge kinds"
+        );
+        assert!(
+            !old.may_update_whole(&chain(vec![kernel(1, 0, true), memset(8, 17), kernel(2, 0, false)])),
+            "memset size"
+        );
+        assert!(
+            !old.may_update_whole(&chain(vec![kernel(1, 0, true), child(), kernel(2, 0, false)])),
+            "a child for a memset"
+        );
+        let with_child = BuiltNodes::new(vec![std::ptr::null_mut(); 2], chain(vec![kernel(1, 0, true), child()]));
+        assert!(with_child.may_update_whole(&chain(vec![kernel(1, 4, true), Op::Child { graph: None, nodes: 3 }])));
+        assert!(!with_child.may_update_whole(&chain(vec![kernel(1, 4, true), Op::Child { graph: None, nodes: 4 }])));
+        assert!(!with_child.accepts(&chain(vec![kernel(1, 4, true), child()])), "children update as a whole graph");
         assert!(same_params(&kernel(1, 7, true), &kernel(1, 7, true)));
         assert!(!same_params(&kernel(1, 7, true), &kernel(1, 8, true)));
         assert!(!same_params(&memset(8, 16), &memset(9, 16)));
+        let old2 = BuiltNodes::new(
+            vec![std::ptr::null_mut(); 3],
+            chain(vec![kernel(1, 0, true), memset(8, 16), kernel(2, 0, false)]),
+        );
+        assert!(!old2.accepts(&lanes) && !old2.may_update_whole(&lanes), "other dependencies (lanes)");
     }
 }
