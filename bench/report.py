@@ -34,6 +34,8 @@ BUILDER_GOALS = [
     ("node_update_all", "speedup", 1.5, "every node changed: node-by-node update vs re-capture + cuGraphExecUpdate"),
     ("node_update_one", "speedup", 5.0, "one node of K changed: node-by-node update vs re-capture + cuGraphExecUpdate"),
     ("built_launch_sync", "le", 1.05, "launch + sync of the built graph vs the bare captured one (PDL alike)"),
+    ("lanes_replay_pdl", "speedup", 1.5, "lanes: two joined lanes of 26 vs one chain of 52, replay + sync (PDL)"),
+    ("lanes_replay_plain", "speedup", 1.5, "lanes: two joined lanes of 26 vs one chain of 52, replay + sync (plain)"),
 ]
 
 IMPLS = ("fc", "raw", "torch")

@@ -42,6 +42,9 @@ fn main() {
             t("events_are_refused_while_building", 1, events_are_refused_while_building),
             t("launches_from_other_threads_are_recorded", 1, launches_from_other_threads_are_recorded),
             t("isolated_context_recordings_build", 1, isolated_context_recordings_build),
+            t("lanes_joined_equal_eager_and_edges_match", 1, lanes_joined_equal_eager_and_edges_match),
+            t("lanes_in_a_capturing_recording", 1, lanes_in_a_capturing_recording),
+            t("lane_rules", 1, lane_rules),
         ],
     )
 }
@@ -418,4 +421,122 @@ fn isolated_context_recordings_build() -> TestResult {
     let mut want = xs;
     chain_cpu(&mut want, &ys, PAIRS);
     assert_exact(&format!("{:?} context", ctx.isolation()), &download(&x, N).map_err(fail)?, &want)
+}
+
+/// Two lanes of 26 kernels each, joined, then 26 more on lane 0 that
+/// combine them: eager (lanes are streams) and recorded (lanes are edges)
+/// give the CPU's results; the recorded graph has 78 nodes and the edges
+/// of that shape (25 + 25 inside the lanes, 2 joins, 25 after).
+fn lanes_joined_equal_eager_and_edges_match() -> TestResult {
+    let ctx = Context::new(0).map_err(fail)?;
+    let (xs, ys) = inputs(11);
+    let (x2s, _) = inputs(12);
+    let y = upload(&ctx, &ys).map_err(fail)?;
+    let run = |ctx: &Context,
+               x1: &DeviceBuffer,
+               x2: &DeviceBuffer,
+               z1: &DeviceBuffer,
+               z2: &DeviceBuffer|
+     -> fc_graph::Result<()> {
+        let lanes = ctx.fork(2)?;
+        chain_n(&lanes[0], x1, &y, z1, N, PAIRS)?;
+        chain_n(&lanes[1], x2, &y, z2, N, PAIRS)?;
+        ctx.join(&lanes)?;
+        ctx.add(x1, x2, z1, N)?; // z1 = x1 + x2
+        chain_n(ctx, z1, &y, z2, N, PAIRS)?; // 26 more on lane 0, on z1
+        Ok(())
+    };
+    let bufs = || -> fc_graph::Result<[DeviceBuffer; 4]> {
+        Ok([upload(&ctx, &xs)?, upload(&ctx, &x2s)?, ctx.alloc(N * 4)?, ctx.alloc(N * 4)?])
+    };
+    let [a1, a2, az1, az2] = bufs().map_err(fail)?;
+    run(&ctx, &a1, &a2, &az1, &az2).map_err(fail)?;
+    ctx.synchronize().map_err(fail)?;
+    let mut w1 = xs.clone();
+    chain_cpu(&mut w1, &ys, PAIRS);
+    let mut w2 = x2s.clone();
+    chain_cpu(&mut w2, &ys, PAIRS);
+    let mut want: Vec<f32> = (0..N).map(|i| w1[i] + w2[i]).collect();
+    chain_cpu(&mut want, &ys, PAIRS);
+    assert_exact("eager lanes vs CPU", &download(&az1, N).map_err(fail)?, &want)?;
+
+    let [b1, b2, bz1, bz2] = bufs().map_err(fail)?;
+    let cap = ctx.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
+    run(&ctx, &b1, &b2, &bz1, &bz2).map_err(fail)?;
+    let g = cap.end().map_err(fail)?;
+    ensure!(g.built_segments() == 1 && g.node_count().map_err(fail)? == 79, "79 nodes: {:?}", g.node_count());
+    ctx.synchronize().map_err(fail)?;
+    assert_exact("not run at record time", &download(&b1, N).map_err(fail)?, &xs)?;
+    g.launch().map_err(fail)?;
+    ctx.synchronize().map_err(fail)?;
+    assert_exact("recorded lanes vs eager", &download(&bz1, N).map_err(fail)?, &want)?;
+    let d = fc_graph::driver().map_err(fail)?;
+    let graphs = g.raw_graphs();
+    let types = with_current(&ctx, |d| edge_types(d, graphs[0]))??;
+    // 25 + 25 inside the lanes, the add after both (2), 26 after it.
+    ensure!(types.len() == 78, "{} edges, want 78", types.len());
+    if d.has_edge_data() && ctx.pdl_enabled() {
+        let programmatic = types.iter().filter(|&&t| t == CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC as u8).count();
+        // The join's two edges are full; every single-kernel dependency of
+        // a PDL launch is programmatic.
+        ensure!(programmatic == 76, "{programmatic} programmatic edges of 78, want 76");
+    }
+    println!("gpu_recording: lanes 2 x 26 + join + 27: 79 nodes, 78 edges, results equal eager");
+    Ok(())
+}
+
+/// In a recording that captures the stream, lanes are the eager events
+/// (the driver's cross-stream capture): forked and joined, the work of both
+/// lanes is recorded.
+fn lanes_in_a_capturing_recording() -> TestResult {
+    let ctx = Context::new(0).map_err(fail)?;
+    ctx.set_recording_mode(RecordingMode::Capture);
+    let (xs, ys) = inputs(13);
+    let (x1, x2, y, z1, z2) = (
+        upload(&ctx, &xs).map_err(fail)?,
+        upload(&ctx, &xs).map_err(fail)?,
+        upload(&ctx, &ys).map_err(fail)?,
+        ctx.alloc(N * 4).map_err(fail)?,
+        ctx.alloc(N * 4).map_err(fail)?,
+    );
+    let cap = ctx.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
+    ensure!(!cap.builds(), "captures");
+    let lanes = ctx.fork(2).map_err(fail)?;
+    chain_n(&lanes[0], &x1, &y, &z1, N, PAIRS).map_err(fail)?;
+    chain_n(&lanes[1], &x2, &y, &z2, N, PAIRS).map_err(fail)?;
+    ctx.join(&lanes).map_err(fail)?;
+    let g = cap.end().map_err(fail)?;
+    ensure!(g.node_count().map_err(fail)? >= 52, "both lanes recorded: {:?}", g.node_count());
+    g.launch().map_err(fail)?;
+    ctx.synchronize().map_err(fail)?;
+    let mut want = xs;
+    chain_cpu(&mut want, &ys, PAIRS);
+    assert_exact("lane 1", &download(&x1, N).map_err(fail)?, &want)?;
+    assert_exact("lane 2", &download(&x2, N).map_err(fail)?, &want)
+}
+
+fn lane_rules() -> TestResult {
+    let ctx = Context::new(0).map_err(fail)?;
+    let other = Context::new(0).map_err(fail)?;
+    let l1 = ctx.lane(1).map_err(fail)?;
+    ensure!(l1.lane_index() == 1 && ctx.lane_index() == 0, "lane indices");
+    ensure!(l1.same_context(&ctx) && !other.same_context(&ctx), "same_context");
+    ensure!(matches!(ctx.lane(fc_graph::lanes::MAX_LANES), Err(Error::InvalidArgument(_))), "past the last lane");
+    ensure!(matches!(ctx.wait_lane(&other.lane(1).map_err(fail)?), Err(Error::InvalidArgument(_))), "another context");
+    ensure!(matches!(ctx.fork(0), Err(Error::InvalidArgument(_))), "fork(0)");
+    ensure!(
+        matches!(l1.begin_capture(CaptureMode::ThreadLocal), Err(Error::CaptureState(_))),
+        "a recording begins on lane 0"
+    );
+    ensure!(l1.raw_stream() != ctx.raw_stream(), "a lane has a stream of its own");
+    // Eagerly a lane's synchronize waits for that lane.
+    let (xs, ys) = inputs(14);
+    let (x, y, z) =
+        (upload(&ctx, &xs).map_err(fail)?, upload(&ctx, &ys).map_err(fail)?, ctx.alloc(N * 4).map_err(fail)?);
+    l1.wait_lane(&ctx).map_err(fail)?;
+    chain_n(&l1, &x, &y, &z, N, PAIRS).map_err(fail)?;
+    l1.synchronize().map_err(fail)?;
+    let mut want = xs;
+    chain_cpu(&mut want, &ys, PAIRS);
+    assert_exact("eager lane", &download(&x, N).map_err(fail)?, &want)
 }

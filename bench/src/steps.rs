@@ -187,6 +187,10 @@ pub fn step_label(step: &str) -> &'static str {
         "node_update_none" => {
             "re-recording, nothing changed (no driver call) vs re-capture + cuGraphExecUpdate + destroy"
         }
+        "lanes_replay_pdl" => "two joined lanes of 26 (fc column) vs one chain of 52 (bare column, also fc-graph), PDL",
+        "lanes_replay_plain" => {
+            "two joined lanes of 26 (fc column) vs one chain of 52 (bare column, also fc-graph), plain"
+        }
         "set_params_floor" => "K bare cuGraphExecKernelNodeSetParams, every node changed (the driver's floor)",
         "built_launch_sync" => "launch + sync of the recorded graph vs the captured one (bare cuGraphLaunch)",
         _ => "",
@@ -527,6 +531,9 @@ pub fn run_steps(cfg: &StepsConfig, out: &mut dyn FnMut(StepOutput)) -> Result<(
         recapture_rows(d, &rig, k, iters, out)?;
         table_rows(d, &rig, k, iters, out)?;
         builder_rows(d, &rig, k, iters, out)?;
+        if k == 26 {
+            lanes_rows(&rig, iters, out)?;
+        }
         handle_check.measure();
     }
     handle_check.emit(out);
@@ -680,6 +687,63 @@ impl BareExec {
             (d.cuGraphDestroy)(self.source);
         }
     }
+}
+
+/// Lanes (issue 20): two independent 26-kernel chains recorded on two
+/// lanes of the rig's context and joined, against one recorded chain of
+/// 52, launch + sync alternating, with PDL (where the rig has it) and
+/// plain: `lanes_replay_pdl` / `lanes_replay_plain` (fc column: the lanes;
+/// bare column: the chain of 52, also through fc-graph).
+fn lanes_rows(rig: &Rig, iters: usize, out: &mut dyn FnMut(StepOutput)) -> Result<()> {
+    let n = rig.n;
+    let (x2, z2) = (rig.ctx.alloc(n * 4)?, rig.ctx.alloc(n * 4)?);
+    x2.fill_bytes(0, n * 4, 0)?;
+    let pdl_default = rig.pdl.get();
+    let mut run = || -> Result<()> {
+        for (pdl, step) in [(true, "lanes_replay_pdl"), (false, "lanes_replay_plain")] {
+            if pdl && !pdl_default {
+                continue;
+            }
+            rig.set_pdl(pdl);
+            let cap = rig.ctx.begin_capture(CaptureMode::ThreadLocal)?;
+            let lanes = rig.ctx.fork(2)?;
+            for (lane, (x, z)) in lanes.iter().zip([(&rig.x, &rig.z), (&x2, &z2)]) {
+                for i in 0..26 {
+                    if i % 2 == 0 {
+                        lane.add(x, &rig.y, z, n)?;
+                    } else {
+                        lane.mul(z, &rig.y, x, n)?;
+                    }
+                }
+            }
+            rig.ctx.join(&lanes)?;
+            let g_lanes = cap.end()?;
+            let g_chain = rig.fc_capture(52)?;
+            if g_lanes.node_count()? != 52 || g_chain.node_count()? != 52 {
+                return Err(fc_graph::Error::invalid("lanes rows: 52 nodes on each side expected"));
+            }
+            let (mut lanes_t, mut chain_t) = (vec![], vec![]);
+            for it in 0..iters + 2 {
+                let t0 = Instant::now();
+                g_lanes.launch()?;
+                rig.ctx.synchronize()?;
+                let t1 = Instant::now();
+                g_chain.launch()?;
+                rig.ctx.synchronize()?;
+                let t2 = Instant::now();
+                if it >= 2 {
+                    lanes_t.push(us_since(t0, t1));
+                    chain_t.push(us_since(t1, t2));
+                }
+            }
+            emit(out, step, Variant::Fc, 26, &mut lanes_t);
+            emit(out, step, Variant::Bare, 26, &mut chain_t);
+        }
+        Ok(())
+    };
+    let result = run();
+    rig.set_pdl(pdl_default);
+    result
 }
 
 /// The driver's own floor of a node-by-node update: K bare
