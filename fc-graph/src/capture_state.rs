@@ -12,8 +12,8 @@
 //!   capture time (the stream is then out of capture), its first failure.
 //!   Only the capture that set a mark clears it, and ending the capture
 //!   clears them all.
-//! - **Per thread** ([`run_as_break`], [`thread_in_break`],
-//!   [`run_with_live`], [`thread_running_live`]): which break functions run
+//! - **Per thread** (`run_as_break`, `thread_in_break`,
+//!   `run_with_live`, `thread_running_live`): which break functions run
 //!   on the calling thread, at capture or at replay, and the live value a
 //!   pass-through break receives. A stack of frames on the thread's own
 //!   stack, pushed and popped in strict LIFO order (also when a break
@@ -168,14 +168,14 @@ fn find<T>(ctx: CtxKey, pick: impl Fn(Mark) -> Option<T>) -> Option<T> {
 }
 
 /// Runs `f` as a break function of the context `ctx` on this thread (at
-/// capture or at replay): meanwhile [`thread_in_break`] holds for `ctx` on
+/// capture or at replay): meanwhile `thread_in_break` holds for `ctx` on
 /// this thread only.
 pub(crate) fn run_as_break<T>(ctx: CtxKey, f: impl FnOnce() -> T) -> T {
     with_frame(ctx, Mark::Break, f)
 }
 
 /// Runs `f` with `live` as this thread's running live value of `ctx` (what
-/// [`thread_running_live`] returns meanwhile, on this thread only).
+/// `thread_running_live` returns meanwhile, on this thread only).
 pub(crate) fn run_with_live<T>(ctx: CtxKey, live: *mut c_void, f: impl FnOnce() -> T) -> T {
     with_frame(ctx, Mark::Live(live), f)
 }
@@ -187,7 +187,7 @@ pub(crate) fn thread_in_break(ctx: CtxKey) -> bool {
 }
 
 /// The innermost live value published on this thread for `ctx` by
-/// [`run_with_live`], or null.
+/// `run_with_live`, or null.
 pub(crate) fn thread_running_live(ctx: CtxKey) -> *mut c_void {
     find(ctx, |m| match m {
         Mark::Live(p) => Some(p),
@@ -198,7 +198,7 @@ pub(crate) fn thread_running_live(ctx: CtxKey) -> *mut c_void {
 
 /// What a context is doing, capture-wise. The caller says whether the
 /// calling thread is inside one of the context's break functions (see
-/// [`thread_in_break`]): that is per thread, not kept here.
+/// `thread_in_break`): that is per thread, not kept here.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct CaptureState {
     /// The thread (kernel id) that opened the current capture, if one is open.

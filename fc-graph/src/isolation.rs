@@ -23,7 +23,7 @@
 //!
 //! A green context "can be current to only one thread at a time" (the
 //! driver's documentation): the library serialises the threads that make
-//! it current for its own calls with a per-context [`crate::gate::Gate`], re-entrant on
+//! it current for its own calls with a per-context `Gate` (crate-private), re-entrant on
 //! one thread. Callers who make [`Context::raw_context`] current
 //! themselves (for cuBLAS) must not do so on two threads at once either.
 //!

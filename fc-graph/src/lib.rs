@@ -38,10 +38,30 @@
 //! # Ok(()) }
 //! ```
 //!
+//! ## Recording by construction
+//!
+//! By default a recording does not put any stream into capture mode: each
+//! call of the library (built-ins, user kernels, fills) is written down as
+//! a node with the parameters the eager launch would use (PDL as
+//! programmatic edges on CUDA 12.3+), and the graph is built node by node
+//! when the recording ends. Nothing another thread or library does on the
+//! GPU (a `cudaDeviceSynchronize`, a GLOBAL-mode capture, a context made or
+//! destroyed) can invalidate, refuse or crash it, and recording costs less
+//! than the driver's stream capture. Work other libraries enqueue (cuBLAS,
+//! NCCL, the engine's own kernels) enters a recording through a *foreign
+//! section* ([`Capture::foreign`]), which captures the context's stream for
+//! its duration and becomes one child node. A context whose raw stream was
+//! handed out ([`Context::raw_stream`]) records by stream capture instead,
+//! so that work queued on a cached stream is still recorded; see
+//! [`recording_mode`] to choose. [`Recording`] is the recording object
+//! itself, for callers that begin and end it in different places.
+//!
 //! Re-recording the same work with other parameters (new buffers, new
 //! sizes of the same shape) and [`Capture::end_update`] updates an existing
-//! graph in place with `cuGraphExecUpdate`, several times cheaper than
-//! instantiating anew:
+//! graph in place: node by node where the same kernels and fills were
+//! recorded in the same order (one driver call per changed node, none when
+//! nothing changed: [`UpdateReport::node_calls`]), else with
+//! `cuGraphExecUpdate`, several times cheaper than instantiating anew:
 //!
 //! ```no_run
 //! # use fc_graph::{CaptureMode, Context};
@@ -67,6 +87,28 @@
 //! library may record into the graph) or a segment holds a fill, each
 //! update counts the re-captured graph's nodes first (`cuGraphGetNodes`,
 //! about 23 ns per node on an H200).
+//!
+//! ## Lanes: parallel branches
+//!
+//! [`Context::fork`] gives lanes (extra streams of the context, eagerly;
+//! branches of the graph, recorded) whose work runs beside each other;
+//! [`Context::join`] waits for them. The same code runs eagerly and
+//! recorded; see [`lanes`].
+//!
+//! ```no_run
+//! # use fc_graph::{CaptureMode, Context};
+//! # fn main() -> fc_graph::Result<()> {
+//! # let ctx = Context::new(0)?;
+//! # let (a, b, c, d) = (ctx.alloc(64)?, ctx.alloc(64)?, ctx.alloc(64)?, ctx.alloc(64)?);
+//! let cap = ctx.begin_capture(CaptureMode::ThreadLocal)?;
+//! let lanes = ctx.fork(2)?;
+//! lanes[0].add(&a, &b, &a, 16)?; // runs beside
+//! lanes[1].mul(&c, &b, &c, 16)?; // this one
+//! ctx.join(&lanes)?;
+//! ctx.add(&a, &c, &d, 16)?; // after both
+//! let graph = cap.end()?;
+//! # Ok(()) }
+//! ```
 //!
 //! ## Breaks: host code between captured segments
 //!

@@ -9,9 +9,9 @@
 //! A recording takes the context's work in one of two ways, chosen when it
 //! begins (see [`crate::recording_mode`]):
 //! - **built** (the default): the library's own work is written down as
-//!   ops ([`crate::segment`]) and each segment becomes a graph built node
+//!   ops (the crate-private `segment` module) and each segment becomes a graph built node
 //!   by node when it ends; no stream enters capture mode, except during a
-//!   *foreign section* ([`Capture::foreign`]), which captures the stream
+//!   *foreign section* ([`crate::Capture::foreign`]), which captures the stream
 //!   for the work other libraries enqueue on it and adds what it recorded
 //!   as one child graph node;
 //! - **captured**: the context's stream captures for the whole recording
