@@ -1,8 +1,8 @@
 //! Token bucket exports: the ladder, explicit lists and `bucket_for`.
 
 use ::fc_graph::buckets::{bucket_for, token_buckets, BucketConfig};
-use ::fc_graph::{Error, Result};
 
+use super::error::{Error, Result};
 use super::handles::{self, handle_kind};
 use super::header::fc_buckets;
 use super::{handle_or_null, release, value};

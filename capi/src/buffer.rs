@@ -3,9 +3,10 @@
 use std::os::raw::{c_int, c_void};
 
 use ::fc_graph::builtins::BinaryOp;
-use ::fc_graph::{DeviceBuffer, Error, Result};
+use ::fc_graph::DeviceBuffer;
 
 use super::context::ctx;
+use super::error::{Error, Result};
 use super::handles::{self, handle_kind, Live};
 use super::header::{fc_buffer, fc_cuda_ctx};
 use super::held::CContext;
@@ -30,7 +31,8 @@ fn check_copy(b: &DeviceBuffer, host: &str, host_is_null: bool, bytes: usize, wh
         return Err(Error::invalid(format!("{host} is NULL")));
     }
     if bytes > b.size() {
-        return Err(Error::BufferTooSmall(format!("{what} of {bytes} bytes into a buffer of {} bytes", b.size())));
+        let msg = format!("{what} of {bytes} bytes into a buffer of {} bytes", b.size());
+        return Err(::fc_graph::Error::BufferTooSmall(msg).into());
     }
     Ok(true)
 }
@@ -83,7 +85,7 @@ pub unsafe extern "C" fn fc_buffer_upload(buf: *mut fc_buffer, src: *const c_voi
         }
         // SAFETY: `src` is valid for `bytes` bytes per the contract, and
         // `bytes` is at most the buffer's size (so at most isize::MAX).
-        b.upload(unsafe { std::slice::from_raw_parts(src.cast::<u8>(), bytes) })
+        Ok(b.upload(unsafe { std::slice::from_raw_parts(src.cast::<u8>(), bytes) })?)
     })
 }
 
@@ -100,7 +102,7 @@ pub unsafe extern "C" fn fc_buffer_download(buf: *const fc_buffer, dst: *mut c_v
         }
         // SAFETY: `dst` is valid for `bytes` bytes per the contract, and
         // `bytes` is at most the buffer's size (so at most isize::MAX).
-        b.download(unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), bytes) })
+        Ok(b.download(unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), bytes) })?)
     })
 }
 
@@ -115,7 +117,7 @@ pub extern "C" fn fc_buffer_fill_ctx(
 ) -> c_int {
     status(|| {
         handles::get_all!(b: DeviceBuffer = buf, "buf"; c: CContext = c, "ctx");
-        b.fill_bytes_on(&c, offset, len, v)
+        Ok(b.fill_bytes_on(&c, offset, len, v)?)
     })
 }
 
@@ -131,7 +133,7 @@ fn binary(
     status(|| {
         handles::get_all!(c: CContext = c, "ctx"; a: DeviceBuffer = a, "a"; b: DeviceBuffer = b, "b";
             out: DeviceBuffer = out, "out");
-        c.binary(op, &a, &b, &out, n)
+        Ok(c.binary(op, &a, &b, &out, n)?)
     })
 }
 

@@ -5,9 +5,9 @@ use std::os::raw::{c_char, c_int, c_void};
 use std::time::Duration;
 
 use ::fc_graph::cache::{CacheConfig, CacheStats, GraphCache, Outcome};
-use ::fc_graph::{Error, Result};
 
 use super::context::ctx;
+use super::error::{Error, Result};
 use super::graph::{c_path, capture_mode};
 use super::handles::{self, handle_kind};
 use super::header::{self, fc_cuda_ctx, fc_graph_cache, fc_graph_cache_config, fc_graph_cache_stats, fc_record_fn};
@@ -168,7 +168,7 @@ pub unsafe extern "C" fn fc_graph_cache_run(
             // context handle and `user` the caller gave, per the header.
             match unsafe { record(ctx_handle, user) } {
                 0 => Ok(()),
-                rc => Err(Error::Callback(format!("record function returned {rc}"))),
+                rc => Err(::fc_graph::Error::Callback(format!("record function returned {rc}"))),
             }
         };
         let mut backend = HeldBackend { cctx: &cctx, mode, max_tries, live: LivePtr(live), record };
@@ -183,7 +183,7 @@ pub unsafe extern "C" fn fc_graph_cache_run(
     });
     // The call succeeded; the capture's failure is left for fc_last_error().
     if let Some(e) = result {
-        fail(&e);
+        fail(&e.into());
     }
     rc
 }
@@ -191,25 +191,34 @@ pub unsafe extern "C" fn fc_graph_cache_run(
 /// `int fc_graph_cache_invalidate(fc_graph_cache *cache, uint64_t key)`
 #[no_mangle]
 pub extern "C" fn fc_graph_cache_invalidate(h: *mut fc_graph_cache, key: u64) -> c_int {
-    status(|| cache(h)?.cache.invalidate(&key).map(drop))
+    status(|| {
+        cache(h)?.cache.invalidate(&key)?;
+        Ok(())
+    })
 }
 
 /// `int fc_graph_cache_invalidate_all(fc_graph_cache *cache)`
 #[no_mangle]
 pub extern "C" fn fc_graph_cache_invalidate_all(h: *mut fc_graph_cache) -> c_int {
-    status(|| cache(h)?.cache.invalidate_all().map(drop))
+    status(|| {
+        cache(h)?.cache.invalidate_all()?;
+        Ok(())
+    })
 }
 
 /// `int fc_graph_cache_remove(fc_graph_cache *cache, uint64_t key)`
 #[no_mangle]
 pub extern "C" fn fc_graph_cache_remove(h: *mut fc_graph_cache, key: u64) -> c_int {
-    status(|| cache(h)?.cache.remove(&key).map(drop))
+    status(|| {
+        cache(h)?.cache.remove(&key)?;
+        Ok(())
+    })
 }
 
 /// `int fc_graph_cache_clear(fc_graph_cache *cache)`
 #[no_mangle]
 pub extern "C" fn fc_graph_cache_clear(h: *mut fc_graph_cache) -> c_int {
-    status(|| cache(h)?.cache.clear())
+    status(|| Ok(cache(h)?.cache.clear()?))
 }
 
 /// `int fc_graph_cache_stats_get(const fc_graph_cache *cache, fc_graph_cache_stats *out)`
@@ -275,7 +284,7 @@ mod tests {
             let mut bad = default_config();
             tweak(&mut bad);
             let e = config(&bad).unwrap_err();
-            assert!(matches!(e, Error::InvalidArgument(ref m) if m.contains(want)), "{e}");
+            assert!(matches!(e, Error::Lib(::fc_graph::Error::InvalidArgument(ref m)) if m.contains(want)), "{e}");
         }
         let mut warm = default_config();
         warm.warmup = 5;

@@ -2,8 +2,9 @@
 
 use std::os::raw::{c_int, c_void};
 
-use ::fc_graph::{Context, ContextKind, Error, Isolation, IsolationRequest, Result};
+use ::fc_graph::{Context, ContextKind, Isolation, IsolationRequest};
 
+use super::error::{Error, Result};
 use super::handles::{self, handle_kind, Live};
 use super::header::fc_cuda_ctx;
 use super::held::CContext;
@@ -94,7 +95,7 @@ pub extern "C" fn fc_ctx_isolation(h: *const fc_cuda_ctx) -> c_int {
 /// `int fc_sync_ctx(fc_cuda_ctx *ctx)`
 #[no_mangle]
 pub extern "C" fn fc_sync_ctx(h: *mut fc_cuda_ctx) -> c_int {
-    status(|| ctx(h)?.synchronize())
+    status(|| Ok(ctx(h)?.synchronize()?))
 }
 
 /// `size_t fc_ctx_pool_bytes(const fc_cuda_ctx *ctx)`

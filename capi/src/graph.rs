@@ -7,9 +7,10 @@ use std::path::PathBuf;
 use std::sync::{RwLock, TryLockError};
 
 use ::fc_graph::graph::Graph;
-use ::fc_graph::{CaptureMode, Context, Error, Result, UpdateReport};
+use ::fc_graph::{CaptureMode, Context, Error as LibError, UpdateReport};
 
 use super::context::ctx;
+use super::error::{Error, Result};
 use super::handles::{self, handle_kind, Live};
 use super::header::{self, fc_break_fn, fc_cuda_ctx, fc_graph, fc_record_fn};
 use super::held::LivePtr;
@@ -30,10 +31,10 @@ impl CGraph {
     }
 
     /// Runs `f` on the graph, shared: refused while an update holds it.
-    fn read<T>(&self, f: impl FnOnce(&Graph<LivePtr>) -> Result<T>) -> Result<T> {
+    fn read<T>(&self, f: impl FnOnce(&Graph<LivePtr>) -> ::fc_graph::Result<T>) -> Result<T> {
         match self.graph.try_read() {
-            Ok(g) => f(&g),
-            Err(TryLockError::Poisoned(p)) => f(&p.into_inner()),
+            Ok(g) => Ok(f(&g)?),
+            Err(TryLockError::Poisoned(p)) => Ok(f(&p.into_inner())?),
             Err(TryLockError::WouldBlock) => Err(Error::capture_state("the graph is being updated on another thread")),
         }
     }
@@ -65,19 +66,19 @@ pub(crate) fn capture_mode(mode: c_int) -> Result<CaptureMode> {
 /// `int fc_graph_begin_ctx(fc_cuda_ctx *ctx)`
 #[no_mangle]
 pub extern "C" fn fc_graph_begin_ctx(c: *mut fc_cuda_ctx) -> c_int {
-    status(|| ctx(c)?.begin_held(CaptureMode::ThreadLocal, LivePtr::NULL))
+    status(|| Ok(ctx(c)?.begin_held(CaptureMode::ThreadLocal, LivePtr::NULL)?))
 }
 
 /// `int fc_graph_begin_ctx_mode(fc_cuda_ctx *ctx, int mode)`
 #[no_mangle]
 pub extern "C" fn fc_graph_begin_ctx_mode(c: *mut fc_cuda_ctx, mode: c_int) -> c_int {
-    status(|| ctx(c)?.begin_held(capture_mode(mode)?, LivePtr::NULL))
+    status(|| Ok(ctx(c)?.begin_held(capture_mode(mode)?, LivePtr::NULL)?))
 }
 
 /// `int fc_graph_begin_live_ctx(fc_cuda_ctx *ctx, int mode, void *capture_live)`
 #[no_mangle]
 pub extern "C" fn fc_graph_begin_live_ctx(c: *mut fc_cuda_ctx, mode: c_int, capture_live: *mut c_void) -> c_int {
-    status(|| ctx(c)?.begin_held(capture_mode(mode)?, LivePtr(capture_live)))
+    status(|| Ok(ctx(c)?.begin_held(capture_mode(mode)?, LivePtr(capture_live))?))
 }
 
 /// `fc_graph *fc_graph_end_ctx(fc_cuda_ctx *ctx)`
@@ -98,16 +99,17 @@ fn end_update(c: *mut fc_cuda_ctx, g: *mut fc_graph) -> Result<UpdateReport> {
         }
         match c.abort_held() {
             Ok(()) => e,
-            Err(Error::CaptureState(refused)) => {
-                Error::CaptureState(format!("{refused}; the graph was refused as well: {e}"))
+            Err(LibError::CaptureState(refused)) => {
+                Error::capture_state(format!("{refused}; the graph was refused as well: {e}"))
             }
-            Err(other) => other,
+            Err(other) => other.into(),
         }
     };
     let target = graph(g).map_err(leave_capture)?;
-    target.write(|g| c.end_held_update(g)).unwrap_or_else(|| {
-        Err(leave_capture(Error::capture_state("the graph is being launched or updated on another thread")))
-    })
+    match target.write(|g| c.end_held_update(g)) {
+        Some(report) => Ok(report?),
+        None => Err(leave_capture(Error::capture_state("the graph is being launched or updated on another thread"))),
+    }
 }
 
 /// Writes `n` (at most `INT_MAX`) to `out` unless it is NULL.
@@ -167,7 +169,7 @@ pub unsafe extern "C" fn fc_graph_end_update_ex_ctx(
 /// `int fc_graph_abort_ctx(fc_cuda_ctx *ctx)`
 #[no_mangle]
 pub extern "C" fn fc_graph_abort_ctx(c: *mut fc_cuda_ctx) -> c_int {
-    status(|| ctx(c)?.abort_held())
+    status(|| Ok(ctx(c)?.abort_held()?))
 }
 
 /// `int fc_graph_is_capturing_ctx(const fc_cuda_ctx *ctx)`
@@ -196,7 +198,7 @@ type BreakFnPtr = unsafe extern "C" fn(*mut fc_cuda_ctx, *mut c_void, *mut c_voi
 type RecordFnPtr = unsafe extern "C" fn(*mut fc_cuda_ctx, *mut c_void) -> c_int;
 
 impl CCallback<BreakFnPtr> {
-    fn call(&self, live: LivePtr) -> Result<()> {
+    fn call(&self, live: LivePtr) -> ::fc_graph::Result<()> {
         // SAFETY: a C function of the fc_break_fn type, called with the
         // handle and pointers the caller registered, per the header.
         returned("break function", unsafe { (self.f)(self.ctx, live.0, self.user) })
@@ -204,18 +206,19 @@ impl CCallback<BreakFnPtr> {
 }
 
 impl CCallback<RecordFnPtr> {
-    fn call(&self) -> Result<()> {
+    fn call(&self) -> ::fc_graph::Result<()> {
         // SAFETY: a C function of the fc_record_fn type, called with the
         // handle and pointer the caller gave, per the header.
         returned("record function", unsafe { (self.f)(self.ctx, self.user) })
     }
 }
 
-/// `Ok` for a C function's 0, else [`Error::Callback`] naming `what`.
-pub(crate) fn returned(what: &str, rc: c_int) -> Result<()> {
+/// `Ok` for a C function's 0, else [`LibError::Callback`] naming `what`
+/// (the safe layer's error: these run inside its break and record calls).
+pub(crate) fn returned(what: &str, rc: c_int) -> ::fc_graph::Result<()> {
     match rc {
         0 => Ok(()),
-        rc => Err(Error::Callback(format!("{what} returned {rc}"))),
+        rc => Err(LibError::Callback(format!("{what} returned {rc}"))),
     }
 }
 
@@ -226,7 +229,7 @@ pub extern "C" fn fc_graph_break_ctx(c: *mut fc_cuda_ctx, f: fc_break_fn, user: 
         let context = ctx(c)?;
         let f: BreakFnPtr = f.ok_or_else(|| Error::invalid("fn is NULL"))?;
         let cb = CCallback { f, user, ctx: c };
-        context.break_held(move |_: &Context, live: LivePtr| cb.call(live))
+        Ok(context.break_held(move |_: &Context, live: LivePtr| cb.call(live))?)
     })
 }
 

@@ -33,8 +33,7 @@ use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use ::fc_graph::{Error, Result};
-
+use super::error::{Error, Result};
 use super::hazard::{self, Hazard};
 
 /// Slots per segment (segments are allocated on first use).
@@ -514,7 +513,7 @@ mod tests {
         let e = get::<B>(as_b, "kernel").err().unwrap();
         assert!(e.to_string().contains("is an fc_module handle, not an fc_kernel"), "{e}");
         let e = get::<A>(std::ptr::null(), "module").err().unwrap();
-        assert!(matches!(e, Error::InvalidArgument(ref m) if m == "module is NULL"), "{e}");
+        assert!(matches!(e, Error::Lib(::fc_graph::Error::InvalidArgument(ref m)) if m == "module is NULL"), "{e}");
         let local = 5u64;
         let e = get::<A>((&local as *const u64).cast(), "module").err().unwrap();
         assert!(e.to_string().contains("not a handle made by this library"), "{e}");

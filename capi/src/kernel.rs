@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use ::fc_graph::launch::LaunchOptions;
 use ::fc_graph::module::{Kernel, LaunchConfig, Module};
-use ::fc_graph::{Error, Result};
 
 use super::context::ctx;
+use super::error::{Error, Result};
 use super::handles::{self, handle_kind};
 use super::header::{fc_cuda_ctx, fc_kernel, fc_module};
 use super::held::CContext;
@@ -186,7 +186,7 @@ pub unsafe extern "C" fn fc_kernel_launch_ex_ctx(
         }
         let cfg = LaunchConfig { grid: (grid_x, grid_y, grid_z), block: (block_x, block_y, block_z), shared_mem_bytes };
         // SAFETY: count and non-null entries checked; sizes per the contract.
-        unsafe { k.launch_raw_with(&c, cfg, args, opts) }
+        Ok(unsafe { k.launch_raw_with(&c, cfg, args, opts) }?)
     })
 }
 

@@ -12,12 +12,11 @@
 use std::os::raw::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use ::fc_graph::{Error, Result};
-
 mod buckets;
 mod buffer;
 mod cache;
 mod context;
+mod error;
 mod graph;
 pub(crate) mod handles;
 mod hazard;
@@ -31,6 +30,8 @@ pub use buckets::*;
 pub use buffer::*;
 pub use cache::*;
 pub use context::*;
+pub use error::Error;
+pub(crate) use error::Result;
 pub use graph::*;
 pub use info::*;
 pub use kernel::*;
@@ -61,20 +62,23 @@ pub use header::{
 
 /// The header's status code for an error.
 pub fn status_code(e: &Error) -> c_int {
+    use ::fc_graph::Error as Lib;
     use header::*;
     let code = match e {
-        Error::InvalidArgument(_) => FC_ERR_INVALID_ARGUMENT,
-        Error::NoDriver(_) => FC_ERR_NO_DRIVER,
-        Error::Cuda { code, .. } if *code == cuda_sys::CUDA_ERROR_OUT_OF_MEMORY => FC_ERR_OUT_OF_MEMORY,
-        Error::Cuda { .. } => FC_ERR_CUDA,
-        Error::CaptureInvalidated { .. } => FC_ERR_CAPTURE_INVALIDATED,
+        Error::Lib(e) => match e {
+            Lib::InvalidArgument(_) => FC_ERR_INVALID_ARGUMENT,
+            Lib::NoDriver(_) => FC_ERR_NO_DRIVER,
+            Lib::Cuda { code, .. } if *code == cuda_sys::CUDA_ERROR_OUT_OF_MEMORY => FC_ERR_OUT_OF_MEMORY,
+            Lib::Cuda { .. } => FC_ERR_CUDA,
+            Lib::CaptureInvalidated { .. } => FC_ERR_CAPTURE_INVALIDATED,
+            Lib::WrongDevice(_) => FC_ERR_WRONG_DEVICE,
+            Lib::WrongContext(_) => FC_ERR_WRONG_CONTEXT,
+            Lib::BufferTooSmall(_) => FC_ERR_BUFFER_TOO_SMALL,
+            Lib::CaptureState(_) => FC_ERR_CAPTURE_STATE,
+            Lib::Unsupported { .. } => FC_ERR_UNSUPPORTED,
+            Lib::Callback(_) => FC_ERR_CALLBACK,
+        },
         Error::InvalidHandle(_) => FC_ERR_INVALID_HANDLE,
-        Error::WrongDevice(_) => FC_ERR_WRONG_DEVICE,
-        Error::WrongContext(_) => FC_ERR_WRONG_CONTEXT,
-        Error::BufferTooSmall(_) => FC_ERR_BUFFER_TOO_SMALL,
-        Error::CaptureState(_) => FC_ERR_CAPTURE_STATE,
-        Error::Unsupported { .. } => FC_ERR_UNSUPPORTED,
-        Error::Callback(_) => FC_ERR_CALLBACK,
         Error::Panic(_) => FC_ERR_INTERNAL,
     };
     code as c_int

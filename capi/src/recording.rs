@@ -3,10 +3,11 @@
 
 use std::os::raw::{c_int, c_void};
 
-use ::fc_graph::{Error, RecordingMode, Result};
+use ::fc_graph::RecordingMode;
 use cuda_sys::CUstream;
 
 use super::context::ctx;
+use super::error::{Error, Result};
 use super::graph::{capture_mode, returned, CCallback};
 use super::header::{self, fc_cuda_ctx, fc_foreign_fn};
 use super::{status, value};
@@ -82,13 +83,13 @@ pub unsafe extern "C" fn fc_graph_foreign_begin_ctx(
 /// `int fc_graph_foreign_end_ctx(fc_cuda_ctx *ctx)`
 #[no_mangle]
 pub extern "C" fn fc_graph_foreign_end_ctx(h: *mut fc_cuda_ctx) -> c_int {
-    status(|| ctx(h)?.foreign_held_end())
+    status(|| Ok(ctx(h)?.foreign_held_end()?))
 }
 
 type ForeignFnPtr = unsafe extern "C" fn(*mut c_void, *mut c_void) -> c_int;
 
 impl CCallback<ForeignFnPtr> {
-    fn call(&self, stream: CUstream) -> Result<()> {
+    fn call(&self, stream: CUstream) -> ::fc_graph::Result<()> {
         // SAFETY: a C function of the fc_foreign_fn type, called on this
         // thread with the stream and the pointer the caller gave, per the
         // header.
@@ -113,7 +114,7 @@ pub extern "C" fn fc_graph_record_foreign_ctx(
         let ran = cb.call(stream);
         // The section ends also when the function failed; its error first.
         let ended = c.foreign_held_end();
-        ran.and(ended)
+        Ok(ran.and(ended)?)
     })
 }
 
@@ -135,7 +136,10 @@ mod tests {
         }
         for bad in [-1, 3, c_int::MAX, c_int::MIN] {
             let e = recording_mode(bad).unwrap_err();
-            assert!(matches!(e, Error::InvalidArgument(ref m) if m.contains("unknown recording mode")), "{e}");
+            assert!(
+                matches!(e, Error::Lib(::fc_graph::Error::InvalidArgument(ref m)) if m.contains("unknown recording mode")),
+                "{e}"
+            );
         }
     }
 

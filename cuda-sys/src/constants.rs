@@ -1,7 +1,7 @@
 //! Enum values and flags of the CUDA driver API, checked against `cuda.h`
 //! of CUDA 12.9 and 13.0 by `tests/audit.rs`.
 
-use crate::audit::ConstDecl;
+use crate::decl::ConstDecl;
 use crate::types::*;
 
 /// Declares constants grouped by type and records them in [`CONSTANTS`].

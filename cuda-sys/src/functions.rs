@@ -14,7 +14,7 @@
 //! it; then the newest one the driver reaches is resolved with its own type
 //! (see [`abi`]) and called through an adapter ([`crate::adapt`]).
 
-use crate::audit::FunctionDecl;
+use crate::decl::FunctionDecl;
 use crate::types::*;
 
 /// One resolved entry point: which ABI the driver gave, and where.
@@ -40,6 +40,15 @@ fn request(
         return Err(format!("not requested: ABI {version} is newer than the driver ({driver_version})"));
     }
     get(name, version)
+}
+
+/// Every ABI version the table knows for `name` ([`FUNCTIONS`] and
+/// [`OLDER_ABIS`]), newest first; `audit::abi_versions`.
+pub(crate) fn abi_versions(name: &str) -> Vec<i32> {
+    let mut v: Vec<i32> =
+        FUNCTIONS.iter().chain(OLDER_ABIS).filter(|f| f.name == name).map(|f| f.abi_version).collect();
+    v.sort_unstable_by(|a, b| b.cmp(a));
+    v
 }
 
 /// Declares the entry-point table: a `pfn` type per entry (and, for entries
@@ -431,7 +440,7 @@ driver_functions! {
 /// the CUDA 11.3 ABI; drivers of CUDA 12.0 and later also export
 /// `cuGetProcAddress_v2` with the 12.0 ABI, which the loader prefers.
 pub mod proc_address {
-    use crate::audit::FunctionDecl;
+    use crate::decl::FunctionDecl;
     use crate::types::*;
 
     /// Declares the bootstrap pointer types and their audit entries.
@@ -493,7 +502,7 @@ mod tests {
             // One request per entry at most: the newest ABI the driver reaches.
             for f in FUNCTIONS {
                 let asked: Vec<i32> = log.iter().filter(|(n, _)| *n == f.name).map(|&(_, v)| v).collect();
-                let want = crate::audit::abi_versions(f.name).into_iter().find(|&v| v <= dv);
+                let want = abi_versions(f.name).into_iter().find(|&v| v <= dv);
                 assert_eq!(asked, want.into_iter().collect::<Vec<_>>(), "driver {dv}: {}", f.name);
                 assert_eq!(fns.resolved_abi(f.name), want, "driver {dv}: {}", f.name);
             }
@@ -551,11 +560,11 @@ mod tests {
             assert!(!newest.required, "{}: only optional entries have older ABIs", old.name);
             assert!(old.abi_version < newest.abi_version, "{}", old.name);
         }
-        assert_eq!(crate::audit::abi_versions("cuGraphExecUpdate"), [12000, 10020]);
-        assert_eq!(crate::audit::abi_versions("cuGraphGetEdges"), [12030, 10000]);
-        assert_eq!(crate::audit::abi_versions("cuGraphAddKernelNode"), [12000, 10000]);
-        assert_eq!(crate::audit::abi_versions("cuGraphAddDependencies"), [12030, 10000]);
-        assert_eq!(crate::audit::abi_versions("cuGraphExecKernelNodeSetParams"), [12000, 10010]);
+        assert_eq!(abi_versions("cuGraphExecUpdate"), [12000, 10020]);
+        assert_eq!(abi_versions("cuGraphGetEdges"), [12030, 10000]);
+        assert_eq!(abi_versions("cuGraphAddKernelNode"), [12000, 10000]);
+        assert_eq!(abi_versions("cuGraphAddDependencies"), [12030, 10000]);
+        assert_eq!(abi_versions("cuGraphExecKernelNodeSetParams"), [12000, 10010]);
     }
 
     #[test]

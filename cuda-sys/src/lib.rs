@@ -24,14 +24,17 @@
 pub mod adapt;
 pub mod audit;
 pub mod constants;
+mod decl;
+mod error;
 pub mod functions;
 pub mod loader;
 pub mod types;
 
 pub use adapt::{GraphEdge, GraphExecUpdate};
 pub use constants::*;
+pub use error::{LoadError, FC_CUDA_LIBRARY_ENV};
 pub use functions::{DriverFns, Resolved};
-pub use loader::{Driver, LoadError, FC_CUDA_LIBRARY_ENV};
+pub use loader::Driver;
 pub use types::*;
 
 /// Oldest driver API version the library supports: CUDA 11.4 (driver 470).

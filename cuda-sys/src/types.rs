@@ -7,7 +7,7 @@
 //! declares (a union may name a subset of the header's members: they are
 //! alternatives, and the headers of CUDA 12.9 and 13.0 list different ones).
 
-use crate::audit::{AliasDecl, StructDecl, UnionDecl};
+use crate::decl::{AliasDecl, StructDecl, UnionDecl};
 pub use std::os::raw::{c_char, c_int, c_uchar, c_uint, c_ulonglong, c_void};
 
 /// Declares type aliases and records them in [`ALIASES`].

@@ -43,10 +43,6 @@ pub enum Error {
     /// A caller passed something unusable (NULL, zero size, bad name...).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
-    /// A handle that is not live: freed already, of another kind, or never
-    /// made by this library (C API).
-    #[error("invalid handle: {0}")]
-    InvalidHandle(String),
     /// A buffer or kernel lives on another device than the context's.
     #[error("wrong device: {0}")]
     WrongDevice(String),
@@ -71,9 +67,6 @@ pub enum Error {
     /// A break function reported failure.
     #[error("break function failed: {0}")]
     Callback(String),
-    /// A panic was caught at the C boundary.
-    #[error("internal error (panic caught at the C boundary): {0}")]
-    Panic(String),
 }
 
 impl Error {
