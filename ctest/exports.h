@@ -257,6 +257,9 @@ static inline int ct_st_mem_info(ct_handles *h)
     CT_EXPORT(fc_graph_foreign_begin_ctx, ct_st_foreign_begin(h), CT_P(CT_S_CTX, "ctx"))                          \
     CT_EXPORT(fc_graph_foreign_end_ctx, fc_graph_foreign_end_ctx(CTX), CT_P(CT_S_CTX, "ctx"))                     \
     CT_EXPORT(fc_graph_record_foreign_ctx, ct_st_record_foreign(h), CT_P(CT_S_CTX, "ctx"))                        \
+    CT_EXPORT(fc_ctx_lane, ST_NEW(fc_ctx_lane(CTX, 1)), CT_P(CT_S_CTX, "ctx"))                                    \
+    CT_EXPORT(fc_ctx_lane_index, ST_VALUE(fc_ctx_lane_index(CTX) == -1), CT_P(CT_S_CTX, "ctx"))                   \
+    CT_EXPORT(fc_ctx_wait_lane, fc_ctx_wait_lane(CTX, CTX), CT_P(CT_S_CTX, "ctx"))                                \
     CT_EXPORT(fc_buckets_ladder, CT_NO_HANDLES, CT_NONE)                                                           \
     CT_EXPORT(fc_buckets_from_list, CT_NO_HANDLES, CT_NONE)                                                        \
     CT_EXPORT(fc_buckets_free, ST_VOID(fc_buckets_free(BUCKETS)), CT_P(CT_S_BUCKETS, "buckets"))                  \

@@ -31,6 +31,12 @@
  *                               changed -> 1; both -> 2; every replay right.
  *                               A recording with a foreign section updates
  *                               without node calls.
+ *   lanes_fork_join             fc_ctx_lane / fc_ctx_wait_lane: T = A + B on
+ *                               lane 1 and U = B + B on lane 2, joined, then
+ *                               OUT = T * U on lane 0; eager and recorded
+ *                               (FC_RECORDING_BUILD) equal the host; a lane
+ *                               handle refuses begin; bad lanes and handles
+ *                               of two contexts are refused.
  */
 #include "check.h"
 
@@ -437,12 +443,69 @@ done:
     bufs_free(&w);
 }
 
+/* T = A + B on lane 1, U = B + B on lane 2, OUT = T * U on lane 0. */
+static int lanes_work(fc_cuda_ctx *ctx, fc_cuda_ctx *l1, fc_cuda_ctx *l2, bufs *w)
+{
+    return fc_ctx_wait_lane(l1, ctx) == FC_OK && fc_ctx_wait_lane(l2, ctx) == FC_OK &&
+           fc_add_ctx(l1, w->a, w->b, w->t, N) == FC_OK && fc_add_ctx(l2, w->b, w->b, w->c, N) == FC_OK &&
+           fc_ctx_wait_lane(ctx, l1) == FC_OK && fc_ctx_wait_lane(ctx, l2) == FC_OK &&
+           fc_mul_ctx(ctx, w->t, w->c, w->out, N) == FC_OK;
+}
+
+static void lanes_fork_join(fc_cuda_ctx *ctx)
+{
+    static bufs w;
+    fc_graph *g = NULL;
+    fc_cuda_ctx *l1 = NULL, *l2 = NULL, *other = NULL;
+    CHECK(bufs_make(ctx, &w, 77));
+    CHECK_OK(fc_ctx_set_recording_mode(ctx, FC_RECORDING_BUILD));
+    l1 = fc_ctx_lane(ctx, 1);
+    l2 = fc_ctx_lane(ctx, 2);
+    CHECK_NOTNULL(l1);
+    CHECK_NOTNULL(l2);
+    CHECK(fc_ctx_lane_index(l1) == 1 && fc_ctx_lane_index(l2) == 2 && fc_ctx_lane_index(ctx) == 0);
+    for (size_t i = 0; i < N; i++) w.want[i] = (w.ha[i] + w.hb[i]) * (w.hb[i] + w.hb[i]);
+    /* Eagerly. */
+    CHECK(lanes_work(ctx, l1, l2, &w));
+    CHECK_OK(fc_sync_ctx(ctx));
+    CHECK_OK(fc_buffer_download(w.out, w.got, sizeof w.got));
+    CHECK_FLOATS(w.got, w.want, N, "eager lanes vs host");
+    /* Recorded: nothing runs, the replay equals the host. */
+    CHECK_OK(fc_buffer_upload(w.out, w.poison, sizeof w.poison));
+    CHECK_RC(fc_graph_begin_ctx(l1), FC_ERR_CAPTURE_STATE);
+    CHECK_OK(fc_graph_begin_ctx(ctx));
+    CHECK(lanes_work(ctx, l1, l2, &w));
+    g = fc_graph_end_ctx(ctx);
+    CHECK_NOTNULL(g);
+    CHECK(fc_graph_node_count(g) == 3);
+    CHECK(still_poisoned(ctx, w.out, &w));
+    CHECK_OK(fc_graph_launch(g));
+    CHECK_OK(fc_sync_ctx(ctx));
+    CHECK_OK(fc_buffer_download(w.out, w.got, sizeof w.got));
+    CHECK_FLOATS(w.got, w.want, N, "recorded lanes vs host");
+    /* Rules. */
+    CHECK(fc_ctx_lane(ctx, -1) == NULL && fc_last_error_code() == FC_ERR_INVALID_ARGUMENT);
+    CHECK(fc_ctx_lane(ctx, 64) == NULL && fc_last_error_code() == FC_ERR_INVALID_ARGUMENT);
+    other = fc_cuda_init_device(fc_cuda_ctx_device_id(ctx));
+    CHECK_NOTNULL(other);
+    CHECK_RC(fc_ctx_wait_lane(ctx, other), FC_ERR_INVALID_ARGUMENT);
+    CHECK_RC(fc_ctx_wait_lane(ctx, NULL), FC_ERR_INVALID_ARGUMENT);
+done:
+    fc_graph_free(g);
+    fc_cuda_ctx_free(other);
+    fc_cuda_ctx_free(l1);
+    fc_cuda_ctx_free(l2);
+    bufs_free(&w);
+    (void)fc_ctx_set_recording_mode(ctx, FC_RECORDING_AUTO);
+}
+
 static const ct_case_def cases[] = {
     CT_CASE(build_with_foreign_section),
     CT_CASE(record_foreign_function),
     CT_CASE(auto_after_stream_captures),
     CT_CASE(build_runs_foreign_work_outside_sections),
     CT_CASE(update_reports_node_calls),
+    CT_CASE(lanes_fork_join),
 };
 
 int main(int argc, char **argv)

@@ -360,6 +360,15 @@ unsafe extern "C" {
     ) -> ::std::os::raw::c_int;
 }
 unsafe extern "C" {
+    pub fn fc_ctx_lane(ctx: *mut fc_cuda_ctx, lane: ::std::os::raw::c_int) -> *mut fc_cuda_ctx;
+}
+unsafe extern "C" {
+    pub fn fc_ctx_lane_index(ctx: *const fc_cuda_ctx) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
+    pub fn fc_ctx_wait_lane(ctx: *mut fc_cuda_ctx, other: *const fc_cuda_ctx) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
     pub fn fc_graph_node_count(graph: *const fc_graph) -> usize;
 }
 unsafe extern "C" {

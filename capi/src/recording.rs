@@ -1,5 +1,5 @@
-//! Recording mode and foreign-section exports (recordings held by the
-//! context, as in `graph`).
+//! Recording mode, foreign-section and lane exports (recordings held by
+//! the context, as in `graph`).
 
 use std::os::raw::{c_int, c_void};
 
@@ -9,8 +9,10 @@ use cuda_sys::CUstream;
 use super::context::ctx;
 use super::error::{Error, Result};
 use super::graph::{capture_mode, returned, CCallback};
+use super::handles;
 use super::header::{self, fc_cuda_ctx, fc_foreign_fn};
-use super::{status, value};
+use super::held::CContext;
+use super::{handle_or_null, status, value};
 
 /// The header's `FC_RECORDING_*` value as a mode.
 fn recording_mode(mode: c_int) -> Result<RecordingMode> {
@@ -169,4 +171,29 @@ mod tests {
         assert_eq!(fc_graph_record_foreign_ctx(null, 1, None, std::ptr::null_mut()), INVALID_ARGUMENT);
         assert!(last_msg().contains("ctx is NULL"), "the handle is checked first: {}", last_msg());
     }
+}
+
+/// `fc_cuda_ctx *fc_ctx_lane(fc_cuda_ctx *ctx, int lane)`
+#[no_mangle]
+pub extern "C" fn fc_ctx_lane(h: *mut fc_cuda_ctx, lane: c_int) -> *mut fc_cuda_ctx {
+    handle_or_null(|| {
+        let c = ctx(h)?;
+        let lane = usize::try_from(lane).map_err(|_| Error::invalid(format!("lane {lane} is negative")))?;
+        Ok(handles::insert(CContext::new(c.lane(lane)?))?)
+    })
+}
+
+/// `int fc_ctx_lane_index(const fc_cuda_ctx *ctx)`
+#[no_mangle]
+pub extern "C" fn fc_ctx_lane_index(h: *const fc_cuda_ctx) -> c_int {
+    value(-1, || Ok(c_int::try_from(ctx(h)?.lane_index()).unwrap_or(c_int::MAX)))
+}
+
+/// `int fc_ctx_wait_lane(fc_cuda_ctx *ctx, const fc_cuda_ctx *other)`
+#[no_mangle]
+pub extern "C" fn fc_ctx_wait_lane(h: *mut fc_cuda_ctx, other: *const fc_cuda_ctx) -> c_int {
+    status(|| {
+        handles::get_all!(c: CContext = h, "ctx"; o: CContext = other, "other");
+        Ok(c.wait_lane(&o)?)
+    })
 }

@@ -654,6 +654,43 @@ typedef int (*fc_foreign_fn)(void *stream, void *user);
  * fails with FC_ERR_CAPTURE_STATE). */
 int fc_graph_record_foreign_ctx(fc_cuda_ctx *ctx, int mode, fc_foreign_fn fn, void *user);
 
+/* ---- lanes ----------------------------------------------------------------
+ * Parallel branches of a context's work. A context has lane 0 (itself) and
+ * up to 63 more. fc_ctx_lane returns a NEW handle for lane `lane` of `ctx`
+ * (lane 0: another handle of the context itself); work queued through it
+ * (fc_add_ctx, fc_mul_ctx, fc_kernel_launch_ctx, fc_buffer_fill_ctx,
+ * fc_ctx_stream's stream) goes on that lane. Work on one lane is ordered;
+ * work on different lanes is not, except where a lane waits for another:
+ * fc_ctx_wait_lane(ctx, other) makes `ctx`'s lane run its next work after
+ * `other`'s work queued so far (both handles of one context, in either
+ * order; waiting for itself does nothing). A fork is each lane waiting for
+ * lane 0, a join lane 0 waiting for each lane.
+ *   - Eagerly a lane is an extra non-blocking stream of the context (made
+ *     on the lane's first use), and a wait an event recorded on one stream
+ *     and waited for on the other.
+ *   - In a recording that builds, a wait is graph edges (no driver call):
+ *     the lane's next node depends on the other lane's last nodes. A
+ *     recording that captures the stream takes the eager events instead
+ *     (the driver's cross-stream capture: every lane forked into it must be
+ *     joined back to lane 0 before fc_graph_end_ctx, or the end fails).
+ *   - A recording begins, breaks and ends on lane 0 (on a lane handle those
+ *     are refused with FC_ERR_CAPTURE_STATE). A break ends the segment, so
+ *     every lane has finished when the break runs; lanes start again from
+ *     the break. Foreign sections capture lane 0's stream.
+ * Ownership: the lane handle is the caller's, freed with fc_cuda_ctx_free
+ * (NULL-tolerant); it keeps the context alive, and the context's lane
+ * streams live until the context itself is torn down. fc_sync_ctx on a lane
+ * handle waits for that lane only.
+ * Threads: any thread, as for other context calls; lanes exist to be fed
+ * from one thread, but each call is safe from any.
+ * Errors: bad handles FC_ERR_INVALID_HANDLE; a negative lane or one past
+ * the last FC_ERR_INVALID_ARGUMENT; handles of two different contexts
+ * FC_ERR_INVALID_ARGUMENT. fc_ctx_lane returns NULL on error,
+ * fc_ctx_lane_index -1. */
+fc_cuda_ctx *fc_ctx_lane(fc_cuda_ctx *ctx, int lane);
+int fc_ctx_lane_index(const fc_cuda_ctx *ctx);
+int fc_ctx_wait_lane(fc_cuda_ctx *ctx, const fc_cuda_ctx *other);
+
 /* ---- graph diagnostics ----------------------------------------------------
  * Node counts come from the graphs the segments were instantiated from
  * (cuGraphGetNodes), so they are exact after instantiation and updates. */
