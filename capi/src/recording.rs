@@ -179,7 +179,7 @@ pub extern "C" fn fc_ctx_lane(h: *mut fc_cuda_ctx, lane: c_int) -> *mut fc_cuda_
     handle_or_null(|| {
         let c = ctx(h)?;
         let lane = usize::try_from(lane).map_err(|_| Error::invalid(format!("lane {lane} is negative")))?;
-        Ok(handles::insert(CContext::new(c.lane(lane)?))?)
+        handles::insert(CContext::new(c.lane(lane)?))
     })
 }
 
