@@ -120,6 +120,31 @@ pub extern "C" fn fc_graph_record_foreign_ctx(
     })
 }
 
+/// `fc_cuda_ctx *fc_ctx_lane(fc_cuda_ctx *ctx, int lane)`
+#[no_mangle]
+pub extern "C" fn fc_ctx_lane(h: *mut fc_cuda_ctx, lane: c_int) -> *mut fc_cuda_ctx {
+    handle_or_null(|| {
+        let c = ctx(h)?;
+        let lane = usize::try_from(lane).map_err(|_| Error::invalid(format!("lane {lane} is negative")))?;
+        handles::insert(CContext::new(c.lane(lane)?))
+    })
+}
+
+/// `int fc_ctx_lane_index(const fc_cuda_ctx *ctx)`
+#[no_mangle]
+pub extern "C" fn fc_ctx_lane_index(h: *const fc_cuda_ctx) -> c_int {
+    value(-1, || Ok(c_int::try_from(ctx(h)?.lane_index()).unwrap_or(c_int::MAX)))
+}
+
+/// `int fc_ctx_wait_lane(fc_cuda_ctx *ctx, const fc_cuda_ctx *other)`
+#[no_mangle]
+pub extern "C" fn fc_ctx_wait_lane(h: *mut fc_cuda_ctx, other: *const fc_cuda_ctx) -> c_int {
+    status(|| {
+        handles::get_all!(c: CContext = h, "ctx"; o: CContext = other, "other");
+        Ok(c.wait_lane(&o)?)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,29 +196,4 @@ mod tests {
         assert_eq!(fc_graph_record_foreign_ctx(null, 1, None, std::ptr::null_mut()), INVALID_ARGUMENT);
         assert!(last_msg().contains("ctx is NULL"), "the handle is checked first: {}", last_msg());
     }
-}
-
-/// `fc_cuda_ctx *fc_ctx_lane(fc_cuda_ctx *ctx, int lane)`
-#[no_mangle]
-pub extern "C" fn fc_ctx_lane(h: *mut fc_cuda_ctx, lane: c_int) -> *mut fc_cuda_ctx {
-    handle_or_null(|| {
-        let c = ctx(h)?;
-        let lane = usize::try_from(lane).map_err(|_| Error::invalid(format!("lane {lane} is negative")))?;
-        handles::insert(CContext::new(c.lane(lane)?))
-    })
-}
-
-/// `int fc_ctx_lane_index(const fc_cuda_ctx *ctx)`
-#[no_mangle]
-pub extern "C" fn fc_ctx_lane_index(h: *const fc_cuda_ctx) -> c_int {
-    value(-1, || Ok(c_int::try_from(ctx(h)?.lane_index()).unwrap_or(c_int::MAX)))
-}
-
-/// `int fc_ctx_wait_lane(fc_cuda_ctx *ctx, const fc_cuda_ctx *other)`
-#[no_mangle]
-pub extern "C" fn fc_ctx_wait_lane(h: *mut fc_cuda_ctx, other: *const fc_cuda_ctx) -> c_int {
-    status(|| {
-        handles::get_all!(c: CContext = h, "ctx"; o: CContext = other, "other");
-        Ok(c.wait_lane(&o)?)
-    })
 }
