@@ -49,11 +49,14 @@ MIRIFLAGS="$flags" cargo +nightly miri test -q -p fc-graph -p fcgraph-capi --lib
 echo "miri: unit tests took $((SECONDS - start)) s"
 
 start=$SECONDS
-echo "miri: the hazard-pointer ordering test under seeds $seeds_hazard, the concurrent handle tests under seeds $seeds"
+echo "miri: the hazard-pointer ordering test under seeds $seeds_hazard, the concurrent handle and recording-sink tests under seeds $seeds"
 MIRIFLAGS="$flags -Zmiri-many-seeds=$seeds_hazard" \
     cargo +nightly miri test -q -p fcgraph-capi --lib hazard:: 2>&1 | tee target/miri-seeds.log
 MIRIFLAGS="$flags -Zmiri-many-seeds=$seeds" \
     cargo +nightly miri test -q -p fcgraph-capi --lib -- concurrent_insert storm_of racing_frees \
     a_freed_object lookups_while 2>&1 | tee -a target/miri-seeds.log
+# The recording sink: launches from several threads into one segment.
+MIRIFLAGS="$flags -Zmiri-many-seeds=$seeds" \
+    cargo +nightly miri test -q -p fc-graph --lib segment:: 2>&1 | tee -a target/miri-seeds.log
 echo "miri: seeded runs took $((SECONDS - start)) s"
 echo "PASS  miri: 0 errors"

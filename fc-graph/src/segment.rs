@@ -449,7 +449,8 @@ mod tests {
 
     fn kernel(func: usize, a: u64, pdl: bool) -> Op {
         let cfg = LaunchConfig { grid: (4, 1, 1), block: (256, 1, 1), shared_mem_bytes: 0 };
-        Op::Binary(WordLaunch { func: func as CUfunction, cfg, words: [a, 2, 3, 1024], pdl })
+        let func = std::ptr::null_mut::<u8>().wrapping_add(func).cast();
+        Op::Binary(WordLaunch { func, cfg, words: [a, 2, 3, 1024], pdl })
     }
 
     /// `ops` as one chain: each depends on the one before.
