@@ -184,11 +184,11 @@ mod tests {
         assert_eq!(fc_ctx_recording_mode(null), -1);
         assert_eq!(fc_graph_builds_ctx(null), -1);
         assert_eq!(crate::last_error::code(), INVALID_ARGUMENT);
-        let mut stream = 7usize as *mut c_void;
+        let mut stream = std::ptr::null_mut::<u8>().wrapping_add(7).cast::<c_void>();
         // SAFETY: a valid out-pointer.
         let rc =
             unsafe { fc_graph_foreign_begin_ctx(null, header::FC_CAPTURE_MODE_THREAD_LOCAL as c_int, &mut stream) };
-        assert_eq!((rc, stream as usize), (INVALID_ARGUMENT, 7), "a refused begin writes nothing");
+        assert_eq!((rc, stream.addr()), (INVALID_ARGUMENT, 7), "a refused begin writes nothing");
         assert_eq!(fc_graph_foreign_end_ctx(null), INVALID_ARGUMENT);
         let mut called = false;
         let rc = fc_graph_record_foreign_ctx(null, 1, Some(never), (&mut called as *mut bool).cast());
