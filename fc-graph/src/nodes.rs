@@ -91,22 +91,28 @@ impl LaunchSpec {
             heap.extend(self.starts.iter().map(|&s| ptr_at(s)));
             heap.as_mut_ptr()
         };
-        let (g, b) = (self.cfg.grid, self.cfg.block);
-        let p = CUDA_KERNEL_NODE_PARAMS_v2 {
-            func: self.func,
-            gridDimX: g.0,
-            gridDimY: g.1,
-            gridDimZ: g.2,
-            blockDimX: b.0,
-            blockDimY: b.1,
-            blockDimZ: b.2,
-            sharedMemBytes: self.cfg.shared_mem_bytes,
-            kernelParams: if self.starts.is_empty() { ptr::null_mut() } else { params },
-            extra: ptr::null_mut(),
-            kern: ptr::null_mut(),
-            ctx: ptr::null_mut(),
-        };
-        f(&p)
+        let params = if self.starts.is_empty() { ptr::null_mut() } else { params };
+        f(&node_params(self.func, &self.cfg, params))
+    }
+}
+
+/// The v2 kernel-node parameters of a launch of `func` with `cfg` and the
+/// `cuLaunchKernel`-style argument array `params` (or null).
+fn node_params(func: CUfunction, cfg: &LaunchConfig, params: *mut *mut c_void) -> CUDA_KERNEL_NODE_PARAMS_v2 {
+    let (g, b) = (cfg.grid, cfg.block);
+    CUDA_KERNEL_NODE_PARAMS_v2 {
+        func,
+        gridDimX: g.0,
+        gridDimY: g.1,
+        gridDimZ: g.2,
+        blockDimX: b.0,
+        blockDimY: b.1,
+        blockDimZ: b.2,
+        sharedMemBytes: cfg.shared_mem_bytes,
+        kernelParams: params,
+        extra: ptr::null_mut(),
+        kern: ptr::null_mut(),
+        ctx: ptr::null_mut(),
     }
 }
 
@@ -129,22 +135,7 @@ impl WordLaunch {
         let base = w.as_mut_ptr();
         let mut params: [*mut c_void; 4] =
             [base.cast(), base.wrapping_add(1).cast(), base.wrapping_add(2).cast(), base.wrapping_add(3).cast()];
-        let (g, b) = (self.cfg.grid, self.cfg.block);
-        let p = CUDA_KERNEL_NODE_PARAMS_v2 {
-            func: self.func,
-            gridDimX: g.0,
-            gridDimY: g.1,
-            gridDimZ: g.2,
-            blockDimX: b.0,
-            blockDimY: b.1,
-            blockDimZ: b.2,
-            sharedMemBytes: self.cfg.shared_mem_bytes,
-            kernelParams: params.as_mut_ptr(),
-            extra: ptr::null_mut(),
-            kern: ptr::null_mut(),
-            ctx: ptr::null_mut(),
-        };
-        f(&p)
+        f(&node_params(self.func, &self.cfg, params.as_mut_ptr()))
     }
 
     /// The same launch as a general [`LaunchSpec`].
