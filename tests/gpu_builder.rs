@@ -12,8 +12,8 @@ use fc_graph::{
     MemsetParams, Module,
 };
 use fc_graph_tests::{
-    assert_exact, chain_cpu, chain_n, download, ensure, fail, rerun_with_env, run_gpu_tests, upload, GpuTest, Rng,
-    TEST_PTX,
+    assert_exact, chain_buffers, chain_cpu, chain_n, download, ensure, fail, rerun_with_env, run_gpu_tests, upload,
+    GpuTest, Rng, TEST_PTX,
 };
 use libtest_mimic::Failed;
 
@@ -161,8 +161,7 @@ fn captured_edge_types(ctx: &Context, f: impl FnOnce() -> fc_graph::Result<()>) 
 fn edges_match_the_stream_capture() -> TestResult {
     let ctx = Context::new(0).map_err(fail)?;
     let (xs, ys) = inputs(2);
-    let (x, y, z) =
-        (upload(&ctx, &xs).map_err(fail)?, upload(&ctx, &ys).map_err(fail)?, ctx.alloc(N * 4).map_err(fail)?);
+    let (x, y, z) = chain_buffers(&ctx, &xs, &ys).map_err(fail)?;
     let mut b = GraphBuilder::new(&ctx).map_err(fail)?;
     build_chain(&mut b, &x, &y, &z, PAIRS).map_err(fail)?;
     let kind = expected_kind(&ctx)?;
@@ -197,8 +196,7 @@ fn pdl_switched_off_builds_full_edges() -> TestResult {
     let ctx = Context::isolated(0).map_err(fail)?;
     ctx.set_pdl(false);
     let (xs, ys) = inputs(3);
-    let (x, y, z) =
-        (upload(&ctx, &xs).map_err(fail)?, upload(&ctx, &ys).map_err(fail)?, ctx.alloc(N * 4).map_err(fail)?);
+    let (x, y, z) = chain_buffers(&ctx, &xs, &ys).map_err(fail)?;
     let mut b = GraphBuilder::new(&ctx).map_err(fail)?;
     build_chain(&mut b, &x, &y, &z, PAIRS).map_err(fail)?;
     let kind = expected_kind(&ctx)?;
@@ -220,8 +218,7 @@ fn fc_pdl_0_builds_full_edges() -> TestResult {
     let ctx = Context::new(0).map_err(fail)?;
     ensure!(!ctx.pdl_enabled(), "FC_PDL=0: no PDL");
     let (xs, ys) = inputs(4);
-    let (x, y, z) =
-        (upload(&ctx, &xs).map_err(fail)?, upload(&ctx, &ys).map_err(fail)?, ctx.alloc(N * 4).map_err(fail)?);
+    let (x, y, z) = chain_buffers(&ctx, &xs, &ys).map_err(fail)?;
     let mut b = GraphBuilder::new(&ctx).map_err(fail)?;
     build_chain(&mut b, &x, &y, &z, PAIRS).map_err(fail)?;
     let kind = expected_kind(&ctx)?;
@@ -239,8 +236,7 @@ fn update_every_node() -> TestResult {
     let ctx = Context::new(0).map_err(fail)?;
     let (xs, ys) = inputs(5);
     let (xs2, ys2) = inputs(6);
-    let (x, y, z) =
-        (upload(&ctx, &xs).map_err(fail)?, upload(&ctx, &ys).map_err(fail)?, ctx.alloc(N * 4).map_err(fail)?);
+    let (x, y, z) = chain_buffers(&ctx, &xs, &ys).map_err(fail)?;
     let (x2, y2, z2) =
         (upload(&ctx, &xs2).map_err(fail)?, upload(&ctx, &ys2).map_err(fail)?, ctx.alloc(N * 4).map_err(fail)?);
     let mut b = GraphBuilder::new(&ctx).map_err(fail)?;
@@ -268,8 +264,7 @@ fn update_one_node() -> TestResult {
     let ctx = Context::new(0).map_err(fail)?;
     let (xs, ys) = inputs(7);
     let (_, ys_other) = inputs(8);
-    let (x, y, z) =
-        (upload(&ctx, &xs).map_err(fail)?, upload(&ctx, &ys).map_err(fail)?, ctx.alloc(N * 4).map_err(fail)?);
+    let (x, y, z) = chain_buffers(&ctx, &xs, &ys).map_err(fail)?;
     let y_other = upload(&ctx, &ys_other).map_err(fail)?;
     let mut b = GraphBuilder::new(&ctx).map_err(fail)?;
     let nodes = build_chain(&mut b, &x, &y, &z, PAIRS).map_err(fail)?;
@@ -300,8 +295,7 @@ fn update_one_node() -> TestResult {
 fn unchanged_update_makes_no_driver_call() -> TestResult {
     let ctx = Context::new(0).map_err(fail)?;
     let (xs, ys) = inputs(9);
-    let (x, y, z) =
-        (upload(&ctx, &xs).map_err(fail)?, upload(&ctx, &ys).map_err(fail)?, ctx.alloc(N * 4).map_err(fail)?);
+    let (x, y, z) = chain_buffers(&ctx, &xs, &ys).map_err(fail)?;
     let mut b = GraphBuilder::new(&ctx).map_err(fail)?;
     let nodes = build_chain(&mut b, &x, &y, &z, PAIRS).map_err(fail)?;
     let mut g = b.instantiate().map_err(fail)?;
@@ -402,8 +396,7 @@ fn user_kernel_node_matches_its_launch() -> TestResult {
 fn built_on_a_thread_without_a_current_context() -> TestResult {
     let ctx = Context::new(0).map_err(fail)?;
     let (xs, ys) = inputs(12);
-    let (x, y, z) =
-        (upload(&ctx, &xs).map_err(fail)?, upload(&ctx, &ys).map_err(fail)?, ctx.alloc(N * 4).map_err(fail)?);
+    let (x, y, z) = chain_buffers(&ctx, &xs, &ys).map_err(fail)?;
     let done = std::thread::scope(|s| {
         s.spawn(|| -> fc_graph::Result<()> {
             let mut b = GraphBuilder::new(&ctx)?;

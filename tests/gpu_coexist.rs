@@ -28,7 +28,7 @@ use fc_graph::{
     CaptureMode, Context, ContextKind, DeviceBuffer, Error, Isolation, IsolationRequest, Module, Origin, RecordingMode,
 };
 use fc_graph_tests::{
-    assert_exact, chain_cpu, download, ensure, fail, rerun_with_env, run_gpu_tests, upload, GpuTest, Rng,
+    assert_exact, chain_buffers, chain_cpu, download, ensure, fail, rerun_with_env, run_gpu_tests, upload, GpuTest, Rng,
 };
 use libtest_mimic::Failed;
 
@@ -74,15 +74,6 @@ fn chain(ctx: &Context, x: &DeviceBuffer, y: &DeviceBuffer, z: &DeviceBuffer, pa
 /// Inputs that stay finite over the chain: x in [-1, 1), y in [0.5, 1).
 fn inputs(rng: &mut Rng) -> (Vec<f32>, Vec<f32>) {
     ((0..N).map(|_| rng.f32_in(-1.0, 1.0)).collect(), (0..N).map(|_| rng.f32_in(0.5, 1.0)).collect())
-}
-
-/// x, y, z of the chain on `ctx`, x and y uploaded.
-fn chain_buffers(
-    ctx: &Context,
-    xs: &[f32],
-    ys: &[f32],
-) -> fc_graph::Result<(DeviceBuffer, DeviceBuffer, DeviceBuffer)> {
-    Ok((upload(ctx, xs)?, upload(ctx, ys)?, ctx.alloc(N * 4)?))
 }
 
 /// Runs `f` with the raw context `raw` pushed on this thread.

@@ -16,7 +16,8 @@ use fc_graph::{
     CaptureMode, Context, DeviceBuffer, Error, Event, Graph, KernelArg, LaunchConfig, Module, RecordingMode,
 };
 use fc_graph_tests::{
-    assert_exact, chain_cpu, chain_n, download, ensure, fail, run_gpu_tests, upload, GpuTest, Rng, TEST_PTX,
+    assert_exact, chain_buffers, chain_cpu, chain_n, download, ensure, fail, run_gpu_tests, upload, GpuTest, Rng,
+    TEST_PTX,
 };
 use libtest_mimic::Failed;
 
@@ -155,8 +156,7 @@ fn recorded_edges_match_the_stream_capture() -> TestResult {
 fn foreign_device_syncs_cannot_invalidate_a_recording() -> TestResult {
     let ctx = Context::new(0).map_err(fail)?;
     let (xs, ys) = inputs(3);
-    let (x, y, z) =
-        (upload(&ctx, &xs).map_err(fail)?, upload(&ctx, &ys).map_err(fail)?, ctx.alloc(N * 4).map_err(fail)?);
+    let (x, y, z) = chain_buffers(&ctx, &xs, &ys).map_err(fail)?;
     let stop = Arc::new(AtomicBool::new(false));
     let (syncs, failed_syncs) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let raw = ctx.raw_context() as usize;
@@ -205,8 +205,7 @@ fn foreign_device_syncs_cannot_invalidate_a_recording() -> TestResult {
 fn re_recordings_update_node_by_node() -> TestResult {
     let ctx = Context::new(0).map_err(fail)?;
     let (xs, ys) = inputs(4);
-    let (x, y, z) =
-        (upload(&ctx, &xs).map_err(fail)?, upload(&ctx, &ys).map_err(fail)?, ctx.alloc(N * 4).map_err(fail)?);
+    let (x, y, z) = chain_buffers(&ctx, &xs, &ys).map_err(fail)?;
     let x2 = upload(&ctx, &xs).map_err(fail)?;
     let mut g = record_chain(&ctx, &x, &y, &z).map_err(fail)?;
     let rerecord = |g: &mut Graph, xb: &DeviceBuffer, first_n: usize| -> fc_graph::Result<fc_graph::UpdateReport> {
@@ -293,8 +292,7 @@ fn foreign_section_records_stream_work() -> TestResult {
 fn foreign_section_rules() -> TestResult {
     let ctx = Context::new(0).map_err(fail)?;
     let (xs, ys) = inputs(6);
-    let (x, y, z) =
-        (upload(&ctx, &xs).map_err(fail)?, upload(&ctx, &ys).map_err(fail)?, ctx.alloc(N * 4).map_err(fail)?);
+    let (x, y, z) = chain_buffers(&ctx, &xs, &ys).map_err(fail)?;
     let mut cap = ctx.begin_breakable::<()>(CaptureMode::ThreadLocal).map_err(fail)?;
     ensure!(matches!(cap.foreign_end(), Err(Error::CaptureState(_))), "end without a section");
     cap.foreign_begin(CaptureMode::ThreadLocal).map_err(fail)?;
@@ -392,8 +390,7 @@ fn events_are_refused_while_building() -> TestResult {
 fn launches_from_other_threads_are_recorded() -> TestResult {
     let ctx = Context::new(0).map_err(fail)?;
     let (xs, ys) = inputs(9);
-    let (x, y, z) =
-        (upload(&ctx, &xs).map_err(fail)?, upload(&ctx, &ys).map_err(fail)?, ctx.alloc(N * 4).map_err(fail)?);
+    let (x, y, z) = chain_buffers(&ctx, &xs, &ys).map_err(fail)?;
     let cap = ctx.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
     std::thread::scope(|s| s.spawn(|| chain_n(&ctx, &x, &y, &z, N, PAIRS)).join())
         .map_err(|_| fail("thread panicked"))?
@@ -410,8 +407,7 @@ fn launches_from_other_threads_are_recorded() -> TestResult {
 fn isolated_context_recordings_build() -> TestResult {
     let ctx = Context::isolated(0).map_err(fail)?;
     let (xs, ys) = inputs(10);
-    let (x, y, z) =
-        (upload(&ctx, &xs).map_err(fail)?, upload(&ctx, &ys).map_err(fail)?, ctx.alloc(N * 4).map_err(fail)?);
+    let (x, y, z) = chain_buffers(&ctx, &xs, &ys).map_err(fail)?;
     let mut g = record_chain(&ctx, &x, &y, &z).map_err(fail)?;
     let cap = ctx.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
     chain_n(&ctx, &x, &y, &z, N, PAIRS).map_err(fail)?;
@@ -531,8 +527,7 @@ fn lane_rules() -> TestResult {
     ensure!(l1.raw_stream() != ctx.raw_stream(), "a lane has a stream of its own");
     // Eagerly a lane's synchronize waits for that lane.
     let (xs, ys) = inputs(14);
-    let (x, y, z) =
-        (upload(&ctx, &xs).map_err(fail)?, upload(&ctx, &ys).map_err(fail)?, ctx.alloc(N * 4).map_err(fail)?);
+    let (x, y, z) = chain_buffers(&ctx, &xs, &ys).map_err(fail)?;
     l1.wait_lane(&ctx).map_err(fail)?;
     chain_n(&l1, &x, &y, &z, N, PAIRS).map_err(fail)?;
     l1.synchronize().map_err(fail)?;

@@ -133,6 +133,12 @@ pub fn upload(ctx: &Context, data: &[f32]) -> Result<DeviceBuffer> {
     Ok(b)
 }
 
+/// The chain's buffers: `x` and `y` holding `xs` and `ys`, and a scratch
+/// `z` of as many floats.
+pub fn chain_buffers(ctx: &Context, xs: &[f32], ys: &[f32]) -> Result<(DeviceBuffer, DeviceBuffer, DeviceBuffer)> {
+    Ok((upload(ctx, xs)?, upload(ctx, ys)?, ctx.alloc(std::mem::size_of_val(xs))?))
+}
+
 /// Downloads `n` floats.
 pub fn download(b: &DeviceBuffer, n: usize) -> Result<Vec<f32>> {
     let mut v = vec![f32::NAN; n];
