@@ -681,6 +681,12 @@ impl<K: Hash + Eq + Clone, L> GraphCache<K, L> {
     /// As [`GraphCache::new`], with the clock the backoff periods are read
     /// from (for tests).
     pub fn with_clock(ctx: &Context, config: CacheConfig, clock: Clock) -> Result<GraphCache<K, L>> {
+        if ctx.lane_index() != 0 {
+            return Err(Error::invalid(format!(
+                "a graph cache records on the context itself (lane 0), not on lane {}",
+                ctx.lane_index()
+            )));
+        }
         Ok(GraphCache { ctx: ctx.clone(), core: Exclusive::new(Core::new(config, clock)?) })
     }
 

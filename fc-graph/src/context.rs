@@ -444,6 +444,22 @@ impl Context {
         self.inner.sink.is_active()
     }
 
+    /// Refuses work on a lane other than 0 while a foreign section of the
+    /// open recording captures lane 0's stream: the lane's stream is not in
+    /// that capture, so the work would run eagerly instead of being
+    /// recorded. One comparison for lane 0.
+    #[inline]
+    pub(crate) fn check_lane_can_queue(&self) -> Result<()> {
+        if self.lane != 0 && self.inner.sink.in_foreign() {
+            return Err(Error::capture_state(format!(
+                "lane {} cannot queue work while a foreign section of the recording is open (the section captures \
+                 lane 0's stream); end the section first",
+                self.lane
+            )));
+        }
+        Ok(())
+    }
+
     /// Records `op` into the open recording's segment; `false` when none
     /// takes it (the caller enqueues the work eagerly).
     pub(crate) fn record_op(&self, op: Op) -> bool {

@@ -22,7 +22,10 @@
 //!
 //! A break ends the segment, so every lane of it has finished when the
 //! break runs (a break joins every lane first); after a break, lanes start
-//! from the break. A recording is begun, split and ended on lane 0.
+//! from the break. A recording is begun, split and ended on lane 0. A
+//! foreign section captures lane 0's stream; while one is open, other lanes
+//! refuse work and waits ([`crate::Error::CaptureState`]), which would
+//! otherwise run eagerly, outside the recording.
 //! Eagerly, [`Context::synchronize`] on a lane waits for that lane only.
 
 use crate::context::Context;
@@ -75,6 +78,8 @@ impl Context {
         if a == b {
             return Ok(());
         }
+        self.check_lane_can_queue()?;
+        other.check_lane_can_queue()?;
         if self.records_by_construction() && self.record_wait(a, b) {
             return Ok(());
         }

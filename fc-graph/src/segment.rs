@@ -140,6 +140,8 @@ impl Open {
 #[derive(Default)]
 pub(crate) struct Sink {
     active: AtomicBool,
+    /// A foreign section is open: lane 0's stream captures.
+    foreign: AtomicBool,
     open: Mutex<Option<Open>>,
     /// Ops the last closed segment held: the next one starts with room for
     /// as many (recordings of a model repeat).
@@ -154,6 +156,7 @@ impl Sink {
         let ops = Ops { list: Vec::with_capacity(room), deps: Vec::with_capacity(room) };
         let mut open = lock(&self.open);
         *open = Some(Open { ops, frontier: vec![Deps::new()] });
+        self.foreign.store(false, Ordering::Release);
         self.active.store(true, Ordering::Release);
     }
 
@@ -161,6 +164,7 @@ impl Sink {
     pub(crate) fn close(&self) -> Option<Ops> {
         let mut open = lock(&self.open);
         self.active.store(false, Ordering::Release);
+        self.foreign.store(false, Ordering::Release);
         let taken = open.take().map(|o| o.ops);
         if let Some(v) = &taken {
             self.hint.store(v.len(), Ordering::Relaxed);
@@ -173,12 +177,20 @@ impl Sink {
     pub(crate) fn pause(&self) {
         let _open = lock(&self.open);
         self.active.store(false, Ordering::Release);
+        self.foreign.store(true, Ordering::Release);
     }
 
     /// Takes launches again after [`Sink::pause`] (no-op when closed).
     pub(crate) fn resume(&self) {
         let open = lock(&self.open);
+        self.foreign.store(false, Ordering::Release);
         self.active.store(open.is_some(), Ordering::Release);
+    }
+
+    /// Whether a foreign section is open (launches are paused for it).
+    #[inline]
+    pub(crate) fn in_foreign(&self) -> bool {
+        self.foreign.load(Ordering::Acquire)
     }
 
     /// Whether launches are taken now (a hint; [`Sink::push`] decides).
@@ -473,10 +485,11 @@ mod tests {
         assert!(sink.is_active());
         assert!(sink.push(memset(0x10, 4), 0));
         sink.pause();
-        assert!(!sink.is_active());
+        assert!(!sink.is_active() && sink.in_foreign());
         assert!(!sink.push(memset(0x20, 4), 0), "paused: eager");
         assert!(sink.push_paused(memset(0x30, 4)), "a foreign section's end still records");
         sink.resume();
+        assert!(!sink.in_foreign());
         assert!(sink.push(memset(0x40, 4), 0));
         let ops = sink.close().expect("open");
         assert_eq!(ops.deps.iter().map(|d| d.to_vec()).collect::<Vec<_>>(), vec![vec![], vec![0], vec![1]]);

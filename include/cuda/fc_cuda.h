@@ -676,7 +676,9 @@ int fc_graph_record_foreign_ctx(fc_cuda_ctx *ctx, int mode, fc_foreign_fn fn, vo
  *   - A recording begins, breaks and ends on lane 0 (on a lane handle those
  *     are refused with FC_ERR_CAPTURE_STATE). A break ends the segment, so
  *     every lane has finished when the break runs; lanes start again from
- *     the break. Foreign sections capture lane 0's stream.
+ *     the break. Foreign sections capture lane 0's stream: while one is
+ *     open, work and waits on other lanes are refused with
+ *     FC_ERR_CAPTURE_STATE (they would run eagerly, outside the recording).
  * Ownership: the lane handle is the caller's, freed with fc_cuda_ctx_free
  * (NULL-tolerant); it keeps the context alive, and the context's lane
  * streams live until the context itself is torn down. fc_sync_ctx on a lane
