@@ -526,18 +526,22 @@ fn lane_rules() -> TestResult {
     );
     ensure!(l1.raw_stream() != ctx.raw_stream(), "a lane has a stream of its own");
     // While a foreign section captures lane 0's stream, other lanes refuse
-    // work (it would run eagerly, outside the recording).
+    // work (it would run eagerly, outside the recording). (`raw_stream`
+    // above made this context's recordings capture in Auto mode: build.)
     {
+        ctx.set_recording_mode(RecordingMode::Build);
         let (xs, ys) = inputs(15);
         let (x, y, z) = chain_buffers(&ctx, &xs, &ys).map_err(fail)?;
         let mut cap = ctx.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
+        ensure!(cap.builds(), "Build mode builds");
         cap.foreign_begin(CaptureMode::ThreadLocal).map_err(fail)?;
         ensure!(matches!(l1.add(&x, &y, &z, N), Err(Error::CaptureState(_))), "lane work in a foreign section");
         ensure!(matches!(ctx.wait_lane(&l1), Err(Error::CaptureState(_))), "a lane wait in a foreign section");
         cap.foreign_end().map_err(fail)?;
         l1.add(&x, &y, &z, N).map_err(fail)?;
         let g = cap.end().map_err(fail)?;
-        ensure!(g.node_count().map_err(fail)? == 1, "the lane's add after the section is recorded");
+        ensure!(g.node_count().map_err(fail)? == 1, "the lane's add after the (empty) section is recorded");
+        ctx.set_recording_mode(RecordingMode::Auto);
     }
     // Eagerly a lane's synchronize waits for that lane.
     let (xs, ys) = inputs(14);

@@ -238,10 +238,15 @@ impl<L> Recording<L> {
             Ok(Some(g)) => {
                 let owned = OwnedGraph::new(g, ctx.raw_ctx());
                 let nodes = bound(ctx.raw_ctx(), |d| node_count(d, g)).unwrap_or(usize::MAX);
-                let op = Op::Child { graph: Some(owned), nodes };
-                // A closed segment cannot happen here (the section belongs
-                // to the open one); the op is dropped (destroyed) if it did.
-                let _ = ctx.sink().push_paused(op);
+                // A section that captured nothing adds no node (its empty
+                // graph is destroyed with `owned`).
+                if nodes > 0 {
+                    let op = Op::Child { graph: Some(owned), nodes };
+                    // A closed segment cannot happen here (the section
+                    // belongs to the open one); the op is dropped
+                    // (destroyed) if it did.
+                    let _ = ctx.sink().push_paused(op);
+                }
                 Ok(())
             }
             Ok(None) => Ok(()),
