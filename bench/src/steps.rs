@@ -576,21 +576,7 @@ fn table_rows_in_mode(
         ("table_capture_instantiate_plain", "table_recapture_update_plain")
     };
     // Capture + instantiate (destroyed untimed), two warm-up rounds.
-    let (mut fc, mut bare) = (vec![], vec![]);
-    for it in 0..iters + 2 {
-        let t0 = Instant::now();
-        let g = rig.fc_capture(k)?;
-        let t1 = Instant::now();
-        drop(g);
-        let t2 = Instant::now();
-        let exec = BareExec::new(d, rig, k)?;
-        let t3 = Instant::now();
-        exec.destroy(d);
-        if it >= 2 {
-            fc.push(us_since(t0, t1));
-            bare.push(us_since(t2, t3));
-        }
-    }
+    let (mut fc, mut bare) = capture_instantiate_samples(d, rig, k, iters)?;
     emit(out, capture_step, Variant::Fc, k, &mut fc);
     emit(out, capture_step, Variant::Bare, k, &mut bare);
 
@@ -1207,19 +1193,10 @@ fn fc_rerecord(rig: &Rig, g: &mut Graph, k: usize, swap: impl Fn(usize) -> bool)
     cap.end_update(g)
 }
 
-/// Recordings (built node by node: fc-graph's recording API, as engines
-/// call it) against bare stream capture, alternating, with the rig's launch
-/// mode (PDL where the built-ins use it): `build_instantiate` (record +
-/// instantiate); `node_update_all` / `_one` / `_none` (re-record into the
-/// same graph with all, one or no node changed, against bare re-capture +
-/// `cuGraphExecUpdate` + destroying the re-captured graph; the library's
-/// driver calls are checked from its update report: K, 1 and 0);
-/// `built_launch_sync` (the recorded graph against the bare captured one,
-/// launch + sync).
-fn builder_rows(d: &Driver, rig: &Rig, k: usize, iters: usize, out: &mut dyn FnMut(StepOutput)) -> Result<()> {
-    if !rig.ctx.begin_capture(CaptureMode::ThreadLocal)?.builds() {
-        return Err(fc_graph::Error::invalid("the rig's recordings do not build (FC_RECORDING set?)"));
-    }
+/// The library's record (or capture) + instantiate of the rig's K-kernel
+/// chain and the bare stream capture + instantiate, alternating, graphs
+/// destroyed untimed, after two warm-up rounds: (fc, bare) samples in µs.
+fn capture_instantiate_samples(d: &Driver, rig: &Rig, k: usize, iters: usize) -> Result<(Vec<f64>, Vec<f64>)> {
     let (mut fc, mut bare) = (vec![], vec![]);
     for it in 0..iters + 2 {
         let t0 = Instant::now();
@@ -1235,6 +1212,23 @@ fn builder_rows(d: &Driver, rig: &Rig, k: usize, iters: usize, out: &mut dyn FnM
             bare.push(us_since(t2, t3));
         }
     }
+    Ok((fc, bare))
+}
+
+/// Recordings (built node by node: fc-graph's recording API, as engines
+/// call it) against bare stream capture, alternating, with the rig's launch
+/// mode (PDL where the built-ins use it): `build_instantiate` (record +
+/// instantiate); `node_update_all` / `_one` / `_none` (re-record into the
+/// same graph with all, one or no node changed, against bare re-capture +
+/// `cuGraphExecUpdate` + destroying the re-captured graph; the library's
+/// driver calls are checked from its update report: K, 1 and 0);
+/// `built_launch_sync` (the recorded graph against the bare captured one,
+/// launch + sync).
+fn builder_rows(d: &Driver, rig: &Rig, k: usize, iters: usize, out: &mut dyn FnMut(StepOutput)) -> Result<()> {
+    if !rig.ctx.begin_capture(CaptureMode::ThreadLocal)?.builds() {
+        return Err(fc_graph::Error::invalid("the rig's recordings do not build (FC_RECORDING set?)"));
+    }
+    let (mut fc, mut bare) = capture_instantiate_samples(d, rig, k, iters)?;
     emit(out, "build_instantiate", Variant::Fc, k, &mut fc);
     emit(out, "build_instantiate", Variant::Bare, k, &mut bare);
 
