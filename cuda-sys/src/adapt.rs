@@ -155,6 +155,63 @@ pub fn kernel_node_params_v1(p: &CUDA_KERNEL_NODE_PARAMS_v2) -> CUDA_KERNEL_NODE
     }
 }
 
+/// Any node's parameters (`cuGraphAddNode`), made without union code.
+impl CUgraphNodeParams_st {
+    /// All zeros but `type_`: reserved bytes and the union's unused ones.
+    fn zeroed(type_: CUgraphNodeType) -> Self {
+        CUgraphNodeParams_st {
+            type_,
+            reserved0: [0; 3],
+            __bindgen_anon_1: CUgraphNodeParams_st__bindgen_ty_1 { reserved1: [0; 29] },
+            reserved2: 0,
+        }
+    }
+
+    /// The parameters of a conditional node (`CU_GRAPH_NODE_TYPE_CONDITIONAL`),
+    /// every other byte zero. After `cuGraphAddNode`, read the body graphs
+    /// the driver made through [`Self::conditional_params`].
+    pub fn conditional(params: CUDA_CONDITIONAL_NODE_PARAMS) -> Self {
+        let mut p = Self::zeroed(CU_GRAPH_NODE_TYPE_CONDITIONAL);
+        p.__bindgen_anon_1.conditional = params;
+        p
+    }
+
+    /// The parameters of a kernel node (`CU_GRAPH_NODE_TYPE_KERNEL`) with
+    /// the launch `params` describes, every other byte zero (the kernel
+    /// member's padding too: its fields are set one by one over zeros).
+    pub fn kernel(params: &CUDA_KERNEL_NODE_PARAMS_v2) -> Self {
+        let mut p = Self::zeroed(CU_GRAPH_NODE_TYPE_KERNEL);
+        let k = &mut p.__bindgen_anon_1;
+        k.kernel.func = params.func;
+        k.kernel.gridDimX = params.gridDimX;
+        k.kernel.gridDimY = params.gridDimY;
+        k.kernel.gridDimZ = params.gridDimZ;
+        k.kernel.blockDimX = params.blockDimX;
+        k.kernel.blockDimY = params.blockDimY;
+        k.kernel.blockDimZ = params.blockDimZ;
+        k.kernel.sharedMemBytes = params.sharedMemBytes;
+        k.kernel.kernelParams = params.kernelParams;
+        k.kernel.extra = params.extra;
+        k.kernel.kern = params.kern;
+        k.kernel.ctx = params.ctx;
+        p
+    }
+
+    /// The conditional node's parameters when `type_` is
+    /// `CU_GRAPH_NODE_TYPE_CONDITIONAL` (with `phGraph_out` as the driver
+    /// set it, after `cuGraphAddNode`); `None` for any other type.
+    pub fn conditional_params(&self) -> Option<CUDA_CONDITIONAL_NODE_PARAMS> {
+        if self.type_ != CU_GRAPH_NODE_TYPE_CONDITIONAL {
+            return None;
+        }
+        // `reserved1`, `kernel` and `conditional` all initialise bytes 0..32
+        // (`kernel`'s padding is at 36..40), which hold integers and raw
+        // pointers, valid whatever their bits.
+        // SAFETY: each union member sets the 32 bytes read (ints, pointers).
+        Some(unsafe { self.__bindgen_anon_1.conditional })
+    }
+}
+
 /// Whether an edge annotation is the plain one (a full dependency from the
 /// default port), which the 10000 ABI of `cuGraphAddDependencies` expresses.
 pub fn edge_is_default(e: &CUgraphEdgeData) -> bool {
@@ -231,6 +288,87 @@ impl DriverFns {
         })
     }
 
+    /// Sets a kernel node's parameters in a graph that is not instantiated
+    /// through whichever ABI of `cuGraphKernelNodeSetParams` the driver has
+    /// (v2 as given at 12000, v1 at 10000; a `kern`-only launch is
+    /// `CUDA_ERROR_NOT_SUPPORTED` at 10000, without a driver call). `None`
+    /// when it has neither; else the call's status.
+    ///
+    /// # Safety
+    /// `node` is a kernel node of a live graph not used by another thread
+    /// during the call, `params` a valid launch as for
+    /// [`DriverFns::graph_add_kernel_node`].
+    pub unsafe fn graph_kernel_node_set_params(
+        &self,
+        node: CUgraphNode,
+        params: &CUDA_KERNEL_NODE_PARAMS_v2,
+    ) -> Option<CUresult> {
+        Some(match self.cuGraphKernelNodeSetParams? {
+            // SAFETY: the 12.0 ABI; the caller's promise.
+            abi::cuGraphKernelNodeSetParams::Abi::V12000(f) => unsafe { f(node, params) },
+            abi::cuGraphKernelNodeSetParams::Abi::V10000(f) => {
+                if params.func.is_null() {
+                    return Some(CUDA_ERROR_NOT_SUPPORTED);
+                }
+                let v1 = kernel_node_params_v1(params);
+                // SAFETY: the 10000 ABI with the same launch in the v1 layout.
+                unsafe { f(node, &v1) }
+            }
+        })
+    }
+
+    /// Adds a node of any type to `graph` after `deps` through whichever
+    /// ABI of `cuGraphAddNode` the driver has. `edge_data` (one annotation
+    /// per dependency, or `None` for full edges) goes to the 12030 ABI as
+    /// given; the 12020 ABI takes full edges only, so an annotation other
+    /// than the default one is `CUDA_ERROR_NOT_SUPPORTED` there (no driver
+    /// call), as is edge data of another length than `deps`
+    /// (`CUDA_ERROR_INVALID_VALUE`) through either. `None` when the driver
+    /// has neither ABI; else the node or the failing status. The driver
+    /// may write to `*params` (a conditional node's body graphs: read them
+    /// with [`CUgraphNodeParams_st::conditional_params`]).
+    ///
+    /// # Safety
+    /// `graph` is a live graph not used by another thread during the call;
+    /// `deps` are nodes of it; `params` points at parameters valid for
+    /// their `type_` (made with [`CUgraphNodeParams_st::conditional`] or
+    /// [`CUgraphNodeParams_st::kernel`]), writable and not otherwise
+    /// borrowed during the call.
+    pub unsafe fn graph_add_node(
+        &self,
+        graph: CUgraph,
+        deps: &[CUgraphNode],
+        edge_data: Option<&[CUgraphEdgeData]>,
+        params: *mut CUgraphNodeParams,
+    ) -> Option<Result<CUgraphNode, CUresult>> {
+        let abi = self.cuGraphAddNode?;
+        if edge_data.is_some_and(|d| d.len() != deps.len()) {
+            return Some(Err(CUDA_ERROR_INVALID_VALUE));
+        }
+        let mut node: CUgraphNode = ptr::null_mut();
+        let deps_ptr = if deps.is_empty() { ptr::null() } else { deps.as_ptr() };
+        let res = match abi {
+            abi::cuGraphAddNode::Abi::V12030(f) => {
+                let d = match edge_data {
+                    Some(d) if !d.is_empty() => d.as_ptr(),
+                    _ => ptr::null(),
+                };
+                // SAFETY: the 12.3 ABI; `deps` (and the edge data, if any)
+                // hold `deps.len()` entries; the caller's promise for the
+                // handles and parameters; valid out-pointer.
+                unsafe { f(&mut node, graph, deps_ptr, d, deps.len(), params) }
+            }
+            abi::cuGraphAddNode::Abi::V12020(f) => {
+                if edge_data.is_some_and(|d| !d.iter().all(edge_is_default)) {
+                    return Some(Err(CUDA_ERROR_NOT_SUPPORTED));
+                }
+                // SAFETY: the 12.2 ABI; as above, without edge data.
+                unsafe { f(&mut node, graph, deps_ptr, deps.len(), params) }
+            }
+        };
+        Some(if res == CUDA_SUCCESS { Ok(node) } else { Err(res) })
+    }
+
     /// Whether `cuGraphAddDependencies` takes edge data here (its 12030
     /// ABI): programmatic edges can be built.
     pub fn has_programmatic_edges(&self) -> bool {
@@ -277,5 +415,70 @@ impl DriverFns {
                 unsafe { f(graph, from.as_ptr(), to.as_ptr(), from.len()) }
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The 256 bytes of `p`.
+    fn bytes(p: &CUgraphNodeParams) -> [u8; 256] {
+        let mut out = [0u8; 256];
+        // SAFETY: the constructors initialise every byte (zeros, then fields over them).
+        unsafe { ptr::copy_nonoverlapping((p as *const CUgraphNodeParams).cast::<u8>(), out.as_mut_ptr(), 256) };
+        out
+    }
+
+    #[test]
+    fn conditional_params_zero_every_other_byte() {
+        let c = CUDA_CONDITIONAL_NODE_PARAMS {
+            handle: 0x0102_0304_0506_0708,
+            type_: CU_GRAPH_COND_TYPE_WHILE,
+            size: 1,
+            phGraph_out: ptr::null_mut(),
+            ctx: 0x40usize as CUcontext,
+        };
+        let p = CUgraphNodeParams::conditional(c);
+        assert_eq!(p.type_, CU_GRAPH_NODE_TYPE_CONDITIONAL);
+        let b = bytes(&p);
+        assert_eq!(&b[..4], &CU_GRAPH_NODE_TYPE_CONDITIONAL.to_ne_bytes());
+        assert_eq!(&b[16..24], &c.handle.to_ne_bytes());
+        assert_eq!(&b[24..28], &CU_GRAPH_COND_TYPE_WHILE.to_ne_bytes());
+        assert_eq!(&b[28..32], &1u32.to_ne_bytes());
+        assert_eq!(&b[40..48], &0x40usize.to_ne_bytes());
+        assert!(b[4..16].iter().chain(&b[32..40]).chain(&b[48..]).all(|&x| x == 0));
+        let back = p.conditional_params().expect("conditional");
+        assert_eq!((back.handle, back.type_, back.size, back.ctx), (c.handle, c.type_, 1, c.ctx));
+    }
+
+    #[test]
+    fn kernel_params_zero_every_other_byte_padding_included() {
+        let k = CUDA_KERNEL_NODE_PARAMS_v2 {
+            func: 0xF0usize as CUfunction,
+            gridDimX: 1,
+            gridDimY: 2,
+            gridDimZ: 3,
+            blockDimX: 4,
+            blockDimY: 5,
+            blockDimZ: 6,
+            sharedMemBytes: 7,
+            kernelParams: 0x80usize as *mut *mut c_void,
+            extra: ptr::null_mut(),
+            kern: ptr::null_mut(),
+            ctx: 0x90usize as CUcontext,
+        };
+        let p = CUgraphNodeParams::kernel(&k);
+        assert_eq!(p.type_, CU_GRAPH_NODE_TYPE_KERNEL);
+        assert!(p.conditional_params().is_none());
+        let b = bytes(&p);
+        assert_eq!(&b[16..24], &0xF0usize.to_ne_bytes());
+        for (i, v) in (1u32..=7).enumerate() {
+            assert_eq!(&b[24 + 4 * i..28 + 4 * i], &v.to_ne_bytes(), "dimension {i}");
+        }
+        assert_eq!(&b[52..56], &[0; 4], "the member's padding");
+        assert_eq!(&b[56..64], &0x80usize.to_ne_bytes());
+        assert_eq!(&b[80..88], &0x90usize.to_ne_bytes());
+        assert!(b[4..16].iter().chain(&b[64..80]).chain(&b[88..]).all(|&x| x == 0));
     }
 }

@@ -151,4 +151,48 @@ constants! {
     c_int {
         RESOURCE_ABI_VERSION = 1,
     }
+
+    // --- graph building
+    CUgraphNodeType {
+        CU_GRAPH_NODE_TYPE_KERNEL = 0,
+        CU_GRAPH_NODE_TYPE_MEMCPY = 1,
+        CU_GRAPH_NODE_TYPE_MEMSET = 2,
+        CU_GRAPH_NODE_TYPE_HOST = 3,
+        /// A child-graph node.
+        CU_GRAPH_NODE_TYPE_GRAPH = 4,
+        CU_GRAPH_NODE_TYPE_EMPTY = 5,
+        CU_GRAPH_NODE_TYPE_WAIT_EVENT = 6,
+        CU_GRAPH_NODE_TYPE_EVENT_RECORD = 7,
+        CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL = 8,
+        CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT = 9,
+        CU_GRAPH_NODE_TYPE_MEM_ALLOC = 10,
+        CU_GRAPH_NODE_TYPE_MEM_FREE = 11,
+        CU_GRAPH_NODE_TYPE_BATCH_MEM_OP = 12,
+        /// A conditional node (CUDA 12.3+): runs its body graphs if, while
+        /// or as a switch on its condition's value.
+        CU_GRAPH_NODE_TYPE_CONDITIONAL = 13,
+    }
+    // --- conditional nodes (CUDA 12.3+)
+    CUgraphConditionalNodeType {
+        /// Body 0 if the condition is non-zero (body 1, when `size` is 2, if it is zero).
+        CU_GRAPH_COND_TYPE_IF = 0,
+        /// Body 0 again and again while the condition is non-zero.
+        CU_GRAPH_COND_TYPE_WHILE = 1,
+        /// Body n once, n the condition's value (none when n >= `size`).
+        CU_GRAPH_COND_TYPE_SWITCH = 2,
+    }
+    // A `#define` of `cuGraphConditionalHandleCreate`'s flags.
+    c_uint {
+        /// The condition is set to its default value at each launch of the graph.
+        CU_GRAPH_COND_ASSIGN_DEFAULT = 1,
+    }
+    // --- the JIT linker
+    CUjitInputType {
+        CU_JIT_INPUT_CUBIN = 0,
+        CU_JIT_INPUT_PTX = 1,
+        CU_JIT_INPUT_FATBINARY = 2,
+        CU_JIT_INPUT_OBJECT = 3,
+        /// A static library of device code (`.a` of relocatable objects).
+        CU_JIT_INPUT_LIBRARY = 4,
+    }
 }

@@ -364,12 +364,29 @@ driver_functions! {
     /// the PTX-declared parameters when present.
     optional fn cuFuncGetParamInfo(func: CUfunction, paramIndex: usize, paramOffset: *mut usize, paramSize: *mut usize) -> CUresult = 12040;
 
+    // --- the JIT linker (PTX linked with a static device library) --------
+    /// A link in progress, with its JIT options (the 6.5 ABI,
+    /// `cuLinkCreate_v2`, in every supported driver).
+    required fn cuLinkCreate(numOptions: c_uint, options: *mut CUjit_option, optionValues: *mut *mut c_void, stateOut: *mut CUlinkState) -> CUresult = 6050;
+    /// Adds an input from memory (PTX, cubin, fatbinary, object or library;
+    /// the 6.5 ABI, `cuLinkAddData_v2`).
+    required fn cuLinkAddData(state: CUlinkState, type_: CUjitInputType, data: *mut c_void, size: usize, name: *const c_char, numOptions: c_uint, options: *mut CUjit_option, optionValues: *mut *mut c_void) -> CUresult = 6050;
+    /// Adds an input from a file (the 6.5 ABI, `cuLinkAddFile_v2`).
+    required fn cuLinkAddFile(state: CUlinkState, type_: CUjitInputType, path: *const c_char, numOptions: c_uint, options: *mut CUjit_option, optionValues: *mut *mut c_void) -> CUresult = 6050;
+    /// Links the inputs: a cubin owned by the link, valid until
+    /// `cuLinkDestroy`.
+    required fn cuLinkComplete(state: CUlinkState, cubinOut: *mut *mut c_void, sizeOut: *mut usize) -> CUresult = 5050;
+    /// Ends a link and frees its cubin.
+    required fn cuLinkDestroy(state: CUlinkState) -> CUresult = 5050;
+
     // --- graphs --------------------------------------------------------------
     required fn cuGraphInstantiateWithFlags(phGraphExec: *mut CUgraphExec, hGraph: CUgraph, flags: c_ulonglong) -> CUresult = 11040;
     required fn cuGraphLaunch(hGraphExec: CUgraphExec, hStream: CUstream) -> CUresult = 10000;
     required fn cuGraphExecDestroy(hGraphExec: CUgraphExec) -> CUresult = 10000;
     required fn cuGraphDestroy(hGraph: CUgraph) -> CUresult = 10000;
     required fn cuGraphGetNodes(hGraph: CUgraph, nodes: *mut CUgraphNode, numNodes: *mut usize) -> CUresult = 10000;
+    /// A node's kind (a `CU_GRAPH_NODE_TYPE_*` value).
+    required fn cuGraphNodeGetType(hNode: CUgraphNode, type_: *mut CUgraphNodeType) -> CUresult = 10000;
     /// In-place update of an executable graph: the 12.0 ABI, else (CUDA
     /// 10.2-11.x drivers, e.g. 470) the 10020 ABI, which reports the result
     /// through two out-parameters. Call it through
@@ -434,6 +451,20 @@ driver_functions! {
     required fn cuGraphExecMemsetNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, memsetParams: *const CUDA_MEMSET_NODE_PARAMS_v1, ctx: CUcontext) -> CUresult = 10020;
     /// Capture a stream into an existing graph, after given nodes (CUDA 12.3+).
     optional fn cuStreamBeginCaptureToGraph(hStream: CUstream, hGraph: CUgraph, dependencies: *const CUgraphNode, dependencyData: *const CUgraphEdgeData, numDependencies: usize, mode: CUstreamCaptureMode) -> CUresult = 12030;
+    /// A kernel node's parameters in a graph that is not instantiated: the
+    /// 12.0 ABI (v2), else the 10000 ABI (v1). Call it through
+    /// [`DriverFns::graph_kernel_node_set_params`].
+    optional fn cuGraphKernelNodeSetParams(hNode: CUgraphNode, nodeParams: *const CUDA_KERNEL_NODE_PARAMS_v2) -> CUresult = 12000 as V12000
+        else V10000(hNode: CUgraphNode, nodeParams: *const CUDA_KERNEL_NODE_PARAMS_v1) -> CUresult = 10000;
+    /// A node of any type from its parameters (conditional nodes among
+    /// them): the 12.3 ABI with edge data for its dependencies, else the
+    /// 12.2 ABI (full edges only). Call it through
+    /// [`DriverFns::graph_add_node`].
+    optional fn cuGraphAddNode(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, dependencyData: *const CUgraphEdgeData, numDependencies: usize, nodeParams: *mut CUgraphNodeParams) -> CUresult = 12030 as V12030
+        else V12020(phGraphNode: *mut CUgraphNode, hGraph: CUgraph, dependencies: *const CUgraphNode, numDependencies: usize, nodeParams: *mut CUgraphNodeParams) -> CUresult = 12020;
+    /// The condition of conditional nodes of a graph, with its default
+    /// value (CUDA 12.3+).
+    optional fn cuGraphConditionalHandleCreate(pHandle_out: *mut CUgraphConditionalHandle, hGraph: CUgraph, ctx: CUcontext, defaultLaunchValue: c_uint, flags: c_uint) -> CUresult = 12030;
 }
 
 /// `cuGetProcAddress` itself, found with `dlsym`. The unversioned export has
@@ -522,6 +553,8 @@ mod tests {
             "cuDevResourceGenerateDesc",
             "cuDeviceGetDevResource",
             "cuFuncGetParamInfo",
+            "cuGraphAddNode",
+            "cuGraphConditionalHandleCreate",
             "cuGreenCtxCreate",
             "cuGreenCtxDestroy",
             "cuGreenCtxStreamCreate",
@@ -536,6 +569,7 @@ mod tests {
             fns.cuGraphExecKernelNodeSetParams,
             Some(abi::cuGraphExecKernelNodeSetParams::Abi::V10010(_))
         ));
+        assert!(matches!(fns.cuGraphKernelNodeSetParams, Some(abi::cuGraphKernelNodeSetParams::Abi::V10000(_))));
         assert!(!fns.has_programmatic_edges());
         let (fns, _) = requests_at(12000);
         assert!(matches!(fns.cuGraphExecUpdate, Some(abi::cuGraphExecUpdate::Abi::V12000(_))));
@@ -547,9 +581,16 @@ mod tests {
             Some(abi::cuGraphExecKernelNodeSetParams::Abi::V12000(_))
         ));
         assert!(!fns.has_programmatic_edges() && fns.cuStreamBeginCaptureToGraph.is_none());
+        assert!(matches!(fns.cuGraphKernelNodeSetParams, Some(abi::cuGraphKernelNodeSetParams::Abi::V12000(_))));
+        assert!(fns.cuGraphAddNode.is_none() && fns.cuGraphConditionalHandleCreate.is_none());
+        let (fns, _) = requests_at(12020);
+        assert!(matches!(fns.cuGraphAddNode, Some(abi::cuGraphAddNode::Abi::V12020(_))));
+        assert!(fns.cuGraphConditionalHandleCreate.is_none());
         let (fns, _) = requests_at(12030);
         assert!(fns.has_edge_data());
         assert!(fns.has_programmatic_edges() && fns.cuStreamBeginCaptureToGraph.is_some());
+        assert!(matches!(fns.cuGraphAddNode, Some(abi::cuGraphAddNode::Abi::V12030(_))));
+        assert!(fns.cuGraphConditionalHandleCreate.is_some());
         assert_eq!(fns.resolved_abi("cuFuncGetParamInfo"), None);
     }
 
@@ -565,6 +606,8 @@ mod tests {
         assert_eq!(abi_versions("cuGraphAddKernelNode"), [12000, 10000]);
         assert_eq!(abi_versions("cuGraphAddDependencies"), [12030, 10000]);
         assert_eq!(abi_versions("cuGraphExecKernelNodeSetParams"), [12000, 10010]);
+        assert_eq!(abi_versions("cuGraphKernelNodeSetParams"), [12000, 10000]);
+        assert_eq!(abi_versions("cuGraphAddNode"), [12030, 12020]);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! alternatives, and the headers of CUDA 12.9 and 13.0 list different ones).
 
 use crate::decl::{AliasDecl, StructDecl, UnionDecl};
-pub use std::os::raw::{c_char, c_int, c_uchar, c_uint, c_ulonglong, c_void};
+pub use std::os::raw::{c_char, c_int, c_longlong, c_uchar, c_uint, c_ulonglong, c_void};
 
 /// Declares type aliases and records them in [`ALIASES`].
 macro_rules! aliases {
@@ -90,6 +90,8 @@ opaque!(CUkern_st);
 
 // --- green contexts (CUDA 12.4+)
 opaque!(CUgreenCtx_st, CUdevResourceDesc_st,);
+// The JIT linker.
+opaque!(CUlinkState_st);
 
 aliases! {
     /// `cuuint64_t` (`uint64_t`).
@@ -182,6 +184,25 @@ aliases! {
     pub type CUDA_KERNEL_NODE_PARAMS_v2 = CUDA_KERNEL_NODE_PARAMS_v2_st;
     /// `struct CUDA_MEMSET_NODE_PARAMS_st`: memset node parameters.
     pub type CUDA_MEMSET_NODE_PARAMS_v1 = CUDA_MEMSET_NODE_PARAMS_st;
+    /// `enum CUgraphNodeType_enum`: a graph node's kind (`cuGraphNodeGetType`).
+    pub type CUgraphNodeType = c_uint;
+    /// `struct CUDA_KERNEL_NODE_PARAMS_v3_st`: the kernel member of
+    /// [`CUgraphNodeParams`] (the v2 layout under another name).
+    pub type CUDA_KERNEL_NODE_PARAMS_v3 = CUDA_KERNEL_NODE_PARAMS_v3_st;
+    /// `struct CUgraphNodeParams_st`: any node's parameters, the argument
+    /// of `cuGraphAddNode` (CUDA 12.2+).
+    pub type CUgraphNodeParams = CUgraphNodeParams_st;
+    // --- conditional nodes (CUDA 12.3+)
+    /// A conditional node's condition (`cuGraphConditionalHandleCreate`),
+    /// set from device code or to its default at each launch.
+    pub type CUgraphConditionalHandle = cuuint64_t;
+    /// `enum CUgraphConditionalNodeType_enum`: if, while or switch.
+    pub type CUgraphConditionalNodeType = c_uint;
+    // --- the JIT linker
+    /// A link in progress (`cuLinkCreate` to `cuLinkDestroy`).
+    pub type CUlinkState = *mut CUlinkState_st;
+    /// `enum CUjitInputType_enum`: what an input of the linker is.
+    pub type CUjitInputType = c_uint;
 }
 
 structs! {
@@ -289,6 +310,49 @@ structs! {
         pub width: usize,
         pub height: usize,
     }
+    /// A kernel node's launch as a member of [`CUgraphNodeParams`]: the
+    /// fields and layout of [`CUDA_KERNEL_NODE_PARAMS_v2_st`].
+    pub struct CUDA_KERNEL_NODE_PARAMS_v3_st {
+        pub func: CUfunction,
+        pub gridDimX: c_uint,
+        pub gridDimY: c_uint,
+        pub gridDimZ: c_uint,
+        pub blockDimX: c_uint,
+        pub blockDimY: c_uint,
+        pub blockDimZ: c_uint,
+        pub sharedMemBytes: c_uint,
+        pub kernelParams: *mut *mut c_void,
+        pub extra: *mut *mut c_void,
+        pub kern: CUkernel,
+        pub ctx: CUcontext,
+    }
+    /// A conditional node (CUDA 12.3+): its condition `handle`, `type_` (a
+    /// [`CUgraphConditionalNodeType`]), `size` body graphs, and
+    /// `phGraph_out`, which the driver points at the bodies' graphs (owned
+    /// by the node) when it adds the node. `ctx` is the context of the
+    /// handle and of every body node. The header's struct tag is the
+    /// typedef's name.
+    pub struct CUDA_CONDITIONAL_NODE_PARAMS {
+        pub handle: CUgraphConditionalHandle,
+        pub type_: CUgraphConditionalNodeType,
+        pub size: c_uint,
+        pub phGraph_out: *mut CUgraph,
+        pub ctx: CUcontext,
+    }
+    /// Any node's parameters (`cuGraphAddNode`): its `type_` (a
+    /// [`CUgraphNodeType`]), 12 reserved bytes, the parameters of that
+    /// type in a 232-byte union at offset 16, and 8 more reserved bytes:
+    /// 256 bytes, as in CUDA 12.9 and 13.0. Reserved and unused bytes must
+    /// be zero; make one with [`CUgraphNodeParams_st::conditional`] or
+    /// [`CUgraphNodeParams_st::kernel`], which zero them. The union's
+    /// field and type names are bindgen's for the header's anonymous union,
+    /// so that the audit can compare them.
+    pub struct CUgraphNodeParams_st {
+        pub type_: CUgraphNodeType,
+        pub reserved0: [c_int; 3],
+        pub __bindgen_anon_1: CUgraphNodeParams_st__bindgen_ty_1,
+        pub reserved2: c_longlong,
+    }
 }
 
 unions! {
@@ -316,4 +380,35 @@ unions! {
     pub union CUdevResource_st__bindgen_ty_1 {
         pub _oversize: [c_uchar; 48],
     }
+
+    // --- graph building
+    /// The anonymous union of [`CUgraphNodeParams_st`] (bindgen's name for
+    /// it). The header has a member per node type; these are the ones
+    /// fc-graph may set, plus `reserved1`, which gives the header's 232
+    /// bytes and 8-byte alignment.
+    pub union CUgraphNodeParams_st__bindgen_ty_1 {
+        pub reserved1: [c_longlong; 29],
+        pub kernel: CUDA_KERNEL_NODE_PARAMS_v3,
+        pub conditional: CUDA_CONDITIONAL_NODE_PARAMS,
+    }
 }
+
+// The layouts of the header (CUDA 12.9 and 13.0), also checked by the
+// audit; here so that a change fails the build even without the headers.
+const _: () = {
+    use std::mem::{align_of, offset_of, size_of};
+    assert!(size_of::<CUDA_CONDITIONAL_NODE_PARAMS>() == 32 && align_of::<CUDA_CONDITIONAL_NODE_PARAMS>() == 8);
+    assert!(offset_of!(CUDA_CONDITIONAL_NODE_PARAMS, handle) == 0);
+    assert!(offset_of!(CUDA_CONDITIONAL_NODE_PARAMS, type_) == 8);
+    assert!(offset_of!(CUDA_CONDITIONAL_NODE_PARAMS, size) == 12);
+    assert!(offset_of!(CUDA_CONDITIONAL_NODE_PARAMS, phGraph_out) == 16);
+    assert!(offset_of!(CUDA_CONDITIONAL_NODE_PARAMS, ctx) == 24);
+    assert!(size_of::<CUDA_KERNEL_NODE_PARAMS_v3_st>() == 72 && align_of::<CUDA_KERNEL_NODE_PARAMS_v3_st>() == 8);
+    assert!(size_of::<CUgraphNodeParams_st__bindgen_ty_1>() == 232);
+    assert!(align_of::<CUgraphNodeParams_st__bindgen_ty_1>() == 8);
+    assert!(size_of::<CUgraphNodeParams_st>() == 256 && align_of::<CUgraphNodeParams_st>() == 8);
+    assert!(offset_of!(CUgraphNodeParams_st, type_) == 0);
+    assert!(offset_of!(CUgraphNodeParams_st, reserved0) == 4);
+    assert!(offset_of!(CUgraphNodeParams_st, __bindgen_anon_1) == 16);
+    assert!(offset_of!(CUgraphNodeParams_st, reserved2) == 248);
+};

@@ -1017,6 +1017,23 @@ fn check_changed_struct(h: &Header, ours: &Typedefs) {
     fields[2].1 += 4;
     let moved = StructDecl { fields: Box::leak(fields.into_boxed_slice()), ..*res };
     assert_reports(&check_struct(&moved, h, ours), &["field '__bindgen_anon_1' offset: ours 100, header Some(96)"]);
+
+    // Any node's parameters: 256 bytes, the anonymous union at 16 (no
+    // offset assertion from bindgen: derived), the conditional member's
+    // fields at the header's offsets.
+    let params = audit::structs().iter().find(|s| s.name == "CUgraphNodeParams_st").unwrap();
+    assert_eq!(check_struct(params, h, ours), Vec::<String>::new());
+    assert_eq!((params.size, params.align), (256, 8));
+    let mut fields = params.fields.to_vec();
+    fields[2].1 += 8;
+    let moved = StructDecl { fields: Box::leak(fields.into_boxed_slice()), ..*params };
+    assert_reports(&check_struct(&moved, h, ours), &["field '__bindgen_anon_1' offset: ours 24, header Some(16)"]);
+    let cond = audit::structs().iter().find(|s| s.name == "CUDA_CONDITIONAL_NODE_PARAMS").unwrap();
+    assert_eq!(check_struct(cond, h, ours), Vec::<String>::new());
+    let mut fields = cond.fields.to_vec();
+    fields[2].2 = "c_int";
+    let retyped = StructDecl { fields: Box::leak(fields.into_boxed_slice()), ..*cond };
+    assert_reports(&check_struct(&retyped, h, ours), &["field 'size' type: ours i32, header u32"]);
 }
 
 fn check_changed_union(h: &Header, ours: &Typedefs) {
@@ -1052,6 +1069,19 @@ fn check_changed_union(h: &Header, ours: &Typedefs) {
     assert_reports(&check_union(&as_union, h, ours).0, &["declares CUlaunchAttribute_st as a struct"]);
     let as_struct = StructDecl { name: orig.name, size: orig.size, align: orig.align, fields: &[] };
     assert_reports(&check_struct(&as_struct, h, ours), &["declares CUlaunchAttributeValue_union as a union"]);
+
+    // The anonymous union of CUgraphNodeParams: 232 bytes; its kernel member
+    // is the header's v3 struct (not v2, the same layout by another name).
+    let node = audit::unions().iter().find(|u| u.name == "CUgraphNodeParams_st__bindgen_ty_1").unwrap();
+    let (m, undeclared) = check_union(node, h, ours);
+    assert_eq!(m, Vec::<String>::new());
+    assert!(undeclared > 0, "a member per node type in the header");
+    assert_eq!((node.size, node.align), (232, 8));
+    let mut fields = node.fields.to_vec();
+    let i = fields.iter().position(|(n, _)| *n == "kernel").unwrap();
+    fields[i].1 = "CUDA_KERNEL_NODE_PARAMS_v2";
+    let retyped = UnionDecl { fields: Box::leak(fields.into_boxed_slice()), ..*node };
+    assert_reports(&check_union(&retyped, h, ours).0, &["field 'kernel' type"]);
 }
 
 fn check_changed_alias(h: &Header, ours: &Typedefs) {

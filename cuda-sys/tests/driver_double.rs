@@ -1,6 +1,7 @@
 //! The loader against a driver double that follows NVIDIA's
 //! `cuGetProcAddress` versioning rules (`support/double.rs`), at driver
-//! versions 11040 (CUDA 11.4, driver 470), 12000, 12030 and 13000:
+//! versions 11040 (CUDA 11.4, driver 470), 12000, 12020 (the first ABI of
+//! `cuGraphAddNode`), 12030 and 13000:
 //!
 //! - every resolved entry is the stub of the ABI its type expects (the
 //!   mismatch count is printed and must be 0);
@@ -12,7 +13,12 @@
 //!   through its ABI, with edge data only at 12030;
 //! - graph building (kernel nodes, their updates in executable graphs,
 //!   edges) through the ABI that driver has, the v2 kernel parameters
-//!   converted to v1 before 12.0, programmatic edges only from 12.3.
+//!   converted to v1 before 12.0, programmatic edges only from 12.3;
+//!   kernel nodes of graphs not instantiated set the same way; nodes of any
+//!   type (conditional ones, with their condition handles and body graphs)
+//!   from 12.2, edge data for their dependencies only from 12.3; node types;
+//! - the JIT linker (create, add data and files, complete, destroy) at its
+//!   6050/5050 ABIs on every supported driver, as required entries.
 //!
 //! Runs in CI (plain `cargo test`); without a C compiler it fails, as the
 //! loader tests do.
@@ -77,6 +83,9 @@ fn optional_reference(driver_version: i32) -> &'static [(&'static str, Option<i3
             ("cuGraphAddDependencies", Some(10000)),
             ("cuGraphExecKernelNodeSetParams", Some(10010)),
             ("cuStreamBeginCaptureToGraph", None),
+            ("cuGraphKernelNodeSetParams", Some(10000)),
+            ("cuGraphAddNode", None),
+            ("cuGraphConditionalHandleCreate", None),
         ],
         12000 => &[
             ("cuLaunchKernelEx", Some(11060)),
@@ -88,6 +97,23 @@ fn optional_reference(driver_version: i32) -> &'static [(&'static str, Option<i3
             ("cuGraphAddDependencies", Some(10000)),
             ("cuGraphExecKernelNodeSetParams", Some(12000)),
             ("cuStreamBeginCaptureToGraph", None),
+            ("cuGraphKernelNodeSetParams", Some(12000)),
+            ("cuGraphAddNode", None),
+            ("cuGraphConditionalHandleCreate", None),
+        ],
+        12020 => &[
+            ("cuLaunchKernelEx", Some(11060)),
+            ("cuFuncGetParamInfo", None),
+            ("cuGraphExecUpdate", Some(12000)),
+            ("cuGraphGetEdges", Some(10000)),
+            ("cuGraphDebugDotPrint", Some(11030)),
+            ("cuGraphAddKernelNode", Some(12000)),
+            ("cuGraphAddDependencies", Some(10000)),
+            ("cuGraphExecKernelNodeSetParams", Some(12000)),
+            ("cuStreamBeginCaptureToGraph", None),
+            ("cuGraphKernelNodeSetParams", Some(12000)),
+            ("cuGraphAddNode", Some(12020)),
+            ("cuGraphConditionalHandleCreate", None),
         ],
         12030 => &[
             ("cuLaunchKernelEx", Some(11060)),
@@ -99,6 +125,9 @@ fn optional_reference(driver_version: i32) -> &'static [(&'static str, Option<i3
             ("cuGraphAddDependencies", Some(12030)),
             ("cuGraphExecKernelNodeSetParams", Some(12000)),
             ("cuStreamBeginCaptureToGraph", Some(12030)),
+            ("cuGraphKernelNodeSetParams", Some(12000)),
+            ("cuGraphAddNode", Some(12030)),
+            ("cuGraphConditionalHandleCreate", Some(12030)),
         ],
         13000 => &[
             ("cuLaunchKernelEx", Some(11060)),
@@ -110,6 +139,9 @@ fn optional_reference(driver_version: i32) -> &'static [(&'static str, Option<i3
             ("cuGraphAddDependencies", Some(12030)),
             ("cuGraphExecKernelNodeSetParams", Some(12000)),
             ("cuStreamBeginCaptureToGraph", Some(12030)),
+            ("cuGraphKernelNodeSetParams", Some(12000)),
+            ("cuGraphAddNode", Some(12030)),
+            ("cuGraphConditionalHandleCreate", Some(12030)),
         ],
         _ => &[],
     }
@@ -234,6 +266,9 @@ fn check_driver_version(driver_version: i32) {
     //    their executable-graph updates in the v2 layout at 12000+, else
     //    converted to v1; edges with data at 12030+, else full ones only.
     check_graph_building(&driver, &probe, driver_version);
+    // 7. Nodes of any type, conditional ones, node types, and the linker.
+    check_generic_nodes(&driver, &probe, driver_version);
+    check_linker(&driver, &probe);
     assert_eq!(probe.over_requests(), 0, "no request after loading either");
 }
 
@@ -324,6 +359,214 @@ fn check_graph_building(driver: &Driver, probe: &double::Probe, driver_version: 
     // SAFETY: mismatched lengths are refused before any call.
     let res = unsafe { driver.graph_add_dependencies(graph, &[n0, n1], &[n1], None) }.expect("resolved");
     assert_eq!(res, CUDA_ERROR_INVALID_VALUE);
+
+    // A kernel node of a graph not instantiated: v2 at 12000+, else v1.
+    let node_set_abi = if v2 { 12000 } else { 10000 };
+    probe.reset_last_called();
+    // SAFETY: `params_arr[0]` points at `value`, live and otherwise unborrowed.
+    unsafe { params_arr[0].cast::<u64>().write(0x6666) };
+    // SAFETY: the double only reads the parameters.
+    let res = unsafe { driver.graph_kernel_node_set_params(n1, &params) }.expect("resolved");
+    assert_eq!(res, CUDA_SUCCESS);
+    assert_eq!(probe.last_called(), Some(("cuGraphKernelNodeSetParams".to_string(), node_set_abi)));
+    assert_eq!(&probe.last_args()[..7], &[n1 as u64, 0, func as u64, 7, 256, 48, 0x6666]);
+    probe.reset_last_called();
+    // SAFETY: as above.
+    let res = unsafe { driver.graph_kernel_node_set_params(n1, &kern_only) }.expect("resolved");
+    if v2 {
+        assert_eq!(res, CUDA_SUCCESS);
+        assert_eq!(probe.last_args()[7], 0x77, "kern reaches the v2 stub");
+    } else {
+        assert_eq!(res, CUDA_ERROR_NOT_SUPPORTED);
+        assert_eq!(probe.last_called(), None, "no call through the v1 ABI");
+    }
+}
+
+/// `cuGraphAddNode` through the ABI the driver has (none before 12.2; the
+/// 12020 ABI, full edges only, on 12.2; edge data from 12.3), conditional
+/// nodes with a condition from `cuGraphConditionalHandleCreate` (12.3+),
+/// and `cuGraphNodeGetType` of the nodes added.
+fn check_generic_nodes(driver: &Driver, probe: &double::Probe, driver_version: i32) {
+    let graph = 0xE5usize as CUgraph;
+    let ctx = 0xC7usize as CUcontext;
+    let func = 0xF01usize as CUfunction;
+    let kernel = CUDA_KERNEL_NODE_PARAMS_v2 {
+        func,
+        gridDimX: 3,
+        gridDimY: 1,
+        gridDimZ: 1,
+        blockDimX: 32,
+        blockDimY: 1,
+        blockDimZ: 1,
+        sharedMemBytes: 0,
+        kernelParams: std::ptr::null_mut(),
+        extra: std::ptr::null_mut(),
+        kern: std::ptr::null_mut(),
+        ctx: std::ptr::null_mut(),
+    };
+    let mut kernel_params = CUgraphNodeParams::kernel(&kernel);
+    let add_abi = match driver_version {
+        v if v >= 12030 => Some(12030),
+        v if v >= 12020 => Some(12020),
+        _ => None,
+    };
+    let Some(add_abi) = add_abi else {
+        // SAFETY: the driver has no cuGraphAddNode: nothing is called.
+        let none = unsafe { driver.graph_add_node(graph, &[], None, &mut kernel_params) };
+        assert!(none.is_none(), "driver {driver_version}: no cuGraphAddNode before 12.2");
+        assert!(driver.cuGraphConditionalHandleCreate.is_none());
+        return;
+    };
+    probe.reset_last_called();
+    // SAFETY: the double reads (and for conditional nodes writes) the parameters only.
+    let k = unsafe { driver.graph_add_node(graph, &[], None, &mut kernel_params) }.expect("resolved").expect("added");
+    assert_eq!(probe.last_called(), Some(("cuGraphAddNode".to_string(), add_abi)));
+    let a = probe.last_args();
+    assert_eq!(a, [k as u64, 0, CU_GRAPH_NODE_TYPE_KERNEL as u64, 0, 0, func as u64, 3, 1], "unused bytes zero");
+    assert_eq!(kernel_params.conditional_params().map(|c| c.handle), None, "not a conditional node");
+
+    let programmatic = CUgraphEdgeData {
+        from_port: CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC,
+        to_port: 0,
+        type_: CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC as u8,
+        reserved: [0; 5],
+    };
+    let plain = CUgraphEdgeData { from_port: 0, to_port: 0, type_: 0, reserved: [0; 5] };
+    // Default annotations are full edges: every ABI takes them.
+    probe.reset_last_called();
+    // SAFETY: as above.
+    let k2 = unsafe { driver.graph_add_node(graph, &[k], Some(&[plain]), &mut kernel_params) }
+        .expect("resolved")
+        .expect("added");
+    assert_eq!(probe.last_called(), Some(("cuGraphAddNode".to_string(), add_abi)));
+    assert_eq!(&probe.last_args()[..4], &[k2 as u64, 1, 0, u64::from(add_abi == 12030)]);
+    // A programmatic edge: 12030 only; refused without a call before.
+    probe.reset_last_called();
+    // SAFETY: as above.
+    let r = unsafe { driver.graph_add_node(graph, &[k], Some(&[programmatic]), &mut kernel_params) }.expect("resolved");
+    if add_abi == 12030 {
+        let n = r.expect("added");
+        assert_eq!(&probe.last_args()[..5], &[n as u64, 1, 0, 1, 1], "the edge data reaches the 12030 ABI");
+    } else {
+        assert_eq!(r, Err(CUDA_ERROR_NOT_SUPPORTED));
+        assert_eq!(probe.last_called(), None, "no call through the 12020 ABI");
+    }
+    // SAFETY: edge data of another length than the dependencies: refused before any call.
+    let r = unsafe { driver.graph_add_node(graph, &[k, k2], Some(&[plain]), &mut kernel_params) }.expect("resolved");
+    assert_eq!(r, Err(CUDA_ERROR_INVALID_VALUE));
+
+    // SAFETY: the double reports the types of the nodes it added.
+    let ty = |n: CUgraphNode| unsafe {
+        let mut t: CUgraphNodeType = 99;
+        ((driver.cuGraphNodeGetType)(n, &mut t), t)
+    };
+    assert_eq!(ty(k), (CUDA_SUCCESS, CU_GRAPH_NODE_TYPE_KERNEL));
+
+    // Conditional nodes: the handle from 12.3 on.
+    let Some(create) = driver.cuGraphConditionalHandleCreate else {
+        assert!(driver_version < 12030, "driver {driver_version}: cuGraphConditionalHandleCreate");
+        return;
+    };
+    let mut handle: CUgraphConditionalHandle = 0;
+    // SAFETY: valid out-pointer; the double records the handles.
+    let res = unsafe { create(&mut handle, graph, ctx, 1, CU_GRAPH_COND_ASSIGN_DEFAULT) };
+    assert_eq!(res, CUDA_SUCCESS);
+    assert_eq!(probe.last_called(), Some(("cuGraphConditionalHandleCreate".to_string(), 12030)));
+    assert_eq!(handle, double::CONDITION_BASE);
+    assert_eq!(&probe.last_args()[..5], &[handle, graph as u64, ctx as u64, 1, 1]);
+    let mut cond = CUgraphNodeParams::conditional(CUDA_CONDITIONAL_NODE_PARAMS {
+        handle,
+        type_: CU_GRAPH_COND_TYPE_IF,
+        size: 2,
+        phGraph_out: std::ptr::null_mut(),
+        ctx,
+    });
+    assert_eq!(cond.type_, CU_GRAPH_NODE_TYPE_CONDITIONAL);
+    probe.reset_last_called();
+    // SAFETY: as above; the double points `phGraph_out` at its body graphs.
+    let c = unsafe { driver.graph_add_node(graph, &[k], None, &mut cond) }.expect("resolved").expect("added");
+    assert_eq!(probe.last_called(), Some(("cuGraphAddNode".to_string(), 12030)));
+    let a = probe.last_args();
+    let if_of_two = CU_GRAPH_COND_TYPE_IF as u64 | 2 << 32;
+    assert_eq!(
+        a,
+        [c as u64, 1, CU_GRAPH_NODE_TYPE_CONDITIONAL as u64, 0, 0, handle, if_of_two, 1],
+        "unused bytes zero"
+    );
+    let out = cond.conditional_params().expect("a conditional node");
+    assert_eq!((out.handle, out.type_, out.size, out.ctx), (handle, CU_GRAPH_COND_TYPE_IF, 2, ctx));
+    assert!(!out.phGraph_out.is_null(), "the driver's body graphs");
+    // SAFETY: the double's `phGraph_out` is a static array of four graphs.
+    let bodies = unsafe { std::slice::from_raw_parts(out.phGraph_out, out.size as usize) };
+    assert_eq!(bodies, &[double::BODY_GRAPHS[0] as CUgraph, double::BODY_GRAPHS[1] as CUgraph]);
+    assert_eq!(ty(c), (CUDA_SUCCESS, CU_GRAPH_NODE_TYPE_CONDITIONAL));
+}
+
+/// The JIT linker, required on every supported driver: the 6050 ABIs of
+/// create and add (`_v2`), the 5050 ones of complete and destroy.
+fn check_linker(driver: &Driver, probe: &double::Probe) {
+    for (name, abi) in [
+        ("cuLinkCreate", 6050),
+        ("cuLinkAddData", 6050),
+        ("cuLinkAddFile", 6050),
+        ("cuLinkComplete", 5050),
+        ("cuLinkDestroy", 5050),
+        ("cuGraphNodeGetType", 10000),
+    ] {
+        assert_eq!(driver.resolved_abi(name), Some(abi), "{name}");
+    }
+    let mut options = [CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
+    let mut values = [std::ptr::null_mut::<c_void>()];
+    let mut state: CUlinkState = std::ptr::null_mut();
+    // SAFETY: one option and its value; valid out-pointer.
+    let res = unsafe { (driver.cuLinkCreate)(1, options.as_mut_ptr(), values.as_mut_ptr(), &mut state) };
+    assert_eq!(res, CUDA_SUCCESS);
+    assert_eq!(probe.last_called(), Some(("cuLinkCreate".to_string(), 6050)));
+    assert_eq!(state, double::LINK_STATE as CUlinkState);
+    assert_eq!(&probe.last_args()[..2], &[1, u64::from(CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)]);
+
+    let mut ptx = *b".version 8.0\n\0";
+    let name = CString::new("kernels.ptx").expect("no NUL");
+    let (none, no_values) = (std::ptr::null_mut(), std::ptr::null_mut());
+    // SAFETY: `ptx` holds `ptx.len()` bytes; NUL-terminated name; no options.
+    let res = unsafe {
+        (driver.cuLinkAddData)(
+            state,
+            CU_JIT_INPUT_PTX,
+            ptx.as_mut_ptr().cast(),
+            ptx.len(),
+            name.as_ptr(),
+            0,
+            none,
+            no_values,
+        )
+    };
+    assert_eq!(res, CUDA_SUCCESS);
+    assert_eq!(probe.last_called(), Some(("cuLinkAddData".to_string(), 6050)));
+    let want = [state as u64, u64::from(CU_JIT_INPUT_PTX), ptx.len() as u64, u64::from(b'.'), 11, 0];
+    assert_eq!(&probe.last_args()[..6], &want);
+    let lib = CString::new("/opt/lib/libdevice_code.a").expect("no NUL");
+    // SAFETY: NUL-terminated path; no options.
+    let res = unsafe { (driver.cuLinkAddFile)(state, CU_JIT_INPUT_LIBRARY, lib.as_ptr(), 0, none, no_values) };
+    assert_eq!(res, CUDA_SUCCESS);
+    assert_eq!(probe.last_called(), Some(("cuLinkAddFile".to_string(), 6050)));
+    let want = [state as u64, u64::from(CU_JIT_INPUT_LIBRARY), lib.as_bytes().len() as u64];
+    assert_eq!(&probe.last_args()[..3], &want);
+
+    let (mut cubin, mut size) = (std::ptr::null_mut(), 0usize);
+    // SAFETY: valid out-pointers.
+    let res = unsafe { (driver.cuLinkComplete)(state, &mut cubin, &mut size) };
+    assert_eq!(res, CUDA_SUCCESS);
+    assert_eq!(probe.last_called(), Some(("cuLinkComplete".to_string(), 5050)));
+    assert_eq!(&probe.last_args()[..2], &[state as u64, 2], "two inputs linked");
+    // SAFETY: the double's cubin is a static string of `size` bytes.
+    let bytes = unsafe { std::slice::from_raw_parts(cubin.cast::<u8>(), size) };
+    assert_eq!(bytes, double::LINKED_CUBIN.as_bytes());
+    // SAFETY: the live link.
+    assert_eq!(unsafe { (driver.cuLinkDestroy)(state) }, CUDA_SUCCESS);
+    assert_eq!(probe.last_called(), Some(("cuLinkDestroy".to_string(), 5050)));
+    // SAFETY: a destroyed link: the double refuses it.
+    assert_eq!(unsafe { (driver.cuLinkDestroy)(state) }, CUDA_ERROR_INVALID_VALUE);
 }
 
 #[test]
@@ -334,6 +577,11 @@ fn versioned_double_11040() {
 #[test]
 fn versioned_double_12000() {
     check_driver_version(12000);
+}
+
+#[test]
+fn versioned_double_12020() {
+    check_driver_version(12020);
 }
 
 #[test]

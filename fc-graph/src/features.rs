@@ -173,6 +173,36 @@ const DESCRIPTIONS: &[(&str, Known)] = &[
             description: "an isolated green context's stream; without it (12.4) the stream is created with the green context current",
         },
     ),
+    (
+        "cuGraphKernelNodeSetParams",
+        Known {
+            name: "kernel node update in a graph being built",
+            needs_abi: 10000,
+            since_cuda: "10.0",
+            description: "not used by the library yet; changes a kernel node's launch before instantiation (v2 parameters \
+                          from 12.0, converted to v1 before)",
+        },
+    ),
+    (
+        "cuGraphAddNode",
+        Known {
+            name: "nodes from generic parameters",
+            needs_abi: 12020,
+            since_cuda: "12.2",
+            description: "not used by the library yet; adds nodes of any type, conditional ones included (edge data for \
+                          their dependencies from 12.3)",
+        },
+    ),
+    (
+        "cuGraphConditionalHandleCreate",
+        Known {
+            name: "conditional nodes",
+            needs_abi: 12030,
+            since_cuda: "12.3",
+            description: "not used by the library yet; the condition of if, while and switch nodes built with \
+                          cuGraphAddNode",
+        },
+    ),
 ];
 
 /// Generic description of an optional entry point fc-graph has no text for.

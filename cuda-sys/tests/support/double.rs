@@ -23,9 +23,15 @@
 //! stubs only record that they ran; `cuDriverGetVersion`, both ABIs of
 //! `cuGraphExecUpdate` and both of `cuGraphGetEdges` behave like the driver
 //! (a fixed four-node chain for the edges; an update result the test sets),
-//! and both ABIs of `cuGraphAddKernelNode`, `cuGraphExecKernelNodeSetParams`
-//! and `cuGraphAddDependencies` record the arguments they read through
-//! their own parameter layout ([`Probe::last_args`]).
+//! and both ABIs of `cuGraphAddKernelNode`, `cuGraphExecKernelNodeSetParams`,
+//! `cuGraphKernelNodeSetParams`, `cuGraphAddDependencies` and
+//! `cuGraphAddNode` record the arguments they read through their own
+//! parameter layout ([`Probe::last_args`]). `cuGraphAddNode` also refuses
+//! parameters whose unused bytes are not zero and hands a conditional node
+//! body graphs ([`BODY_GRAPHS`]); `cuGraphConditionalHandleCreate` hands
+//! out handles, `cuGraphNodeGetType` reports the type of each node the
+//! double added, and the linker (`cuLinkCreate` 6050 to `cuLinkDestroy`)
+//! keeps one link of counted inputs and hands out [`LINKED_CUBIN`].
 //!
 //! Shared by the cuda-sys and fc-graph tests (`#[path]`), so it uses only
 //! `cc`, `libloading` and std.
@@ -77,6 +83,17 @@ const SPECIAL: &[(&str, i32)] = &[
     ("cuGraphExecKernelNodeSetParams", 12000),
     ("cuGraphAddDependencies", 10000),
     ("cuGraphAddDependencies", 12030),
+    ("cuGraphKernelNodeSetParams", 10000),
+    ("cuGraphKernelNodeSetParams", 12000),
+    ("cuGraphAddNode", 12020),
+    ("cuGraphAddNode", 12030),
+    ("cuGraphConditionalHandleCreate", 12030),
+    ("cuGraphNodeGetType", 10000),
+    ("cuLinkCreate", 6050),
+    ("cuLinkAddData", 6050),
+    ("cuLinkAddFile", 6050),
+    ("cuLinkComplete", 5050),
+    ("cuLinkDestroy", 5050),
 ];
 
 /// First fake node handle the double's `cuGraphAddKernelNode` hands out
@@ -86,6 +103,21 @@ pub const ADDED_NODE_BASE: usize = 0x2000;
 /// Fake node handles of the double's graph: a chain n1 -> n2 -> n3 -> n4
 /// whose middle edge is programmatic (type 1, from port 1).
 pub const NODES: [usize; 4] = [0x1100, 0x1200, 0x1300, 0x1400];
+
+/// The body graphs the double's `cuGraphAddNode` hands out for a
+/// conditional node (`phGraph_out`, at most four).
+pub const BODY_GRAPHS: [usize; 4] = [0x3100, 0x3200, 0x3300, 0x3400];
+
+/// The first condition handle the double's `cuGraphConditionalHandleCreate`
+/// hands out (then one more per call).
+pub const CONDITION_BASE: u64 = 0xC0DE_0000;
+
+/// The link state the double's `cuLinkCreate` hands out.
+pub const LINK_STATE: usize = 0x4C00;
+
+/// The cubin the double's `cuLinkComplete` hands out (its size: the bytes
+/// before the NUL).
+pub const LINKED_CUBIN: &str = "fc-double-cubin";
 
 const PRELUDE: &str = r#"
 #include <stddef.h>
@@ -185,12 +217,17 @@ static void record_v2(const KernelParamsV2 *p) {
     g_args[6] = p->kernelParams ? *(const unsigned long long *)p->kernelParams[0] : 0;
     g_args[7] = (unsigned long long)(size_t)p->kern | (unsigned long long)(size_t)p->ctx;
 }
-static CUresult add_kernel_common(void **node, size_t ndeps) {
+/* The type of each node handed out (cuGraphNodeGetType), by index. */
+#define MAX_NODES 256
+static unsigned g_node_type[MAX_NODES];
+static CUresult add_node_common(void **node, size_t ndeps, unsigned type) {
     if (!node) return CUDA_ERROR_INVALID_VALUE;
+    if (g_added < MAX_NODES) g_node_type[g_added] = type;
     *node = (void *)(size_t)(ADDED_NODE_BASE + g_added++);
     g_args[0] = (unsigned long long)(size_t)*node; g_args[1] = ndeps;
     return CUDA_SUCCESS;
 }
+static CUresult add_kernel_common(void **node, size_t ndeps) { return add_node_common(node, ndeps, 0); }
 static CUresult abi_cuGraphAddKernelNode_v12000(void **node, void *graph, void *const *deps, size_t ndeps,
                                                 const KernelParamsV2 *p) {
     (void)graph; (void)deps;
@@ -244,6 +281,155 @@ static CUresult abi_cuGraphAddDependencies_v10000(void *graph, void *const *from
     if (!from || !to) return CUDA_ERROR_INVALID_VALUE;
     g_args[0] = n;
     g_args[1] = (unsigned long long)(size_t)from[0]; g_args[2] = (unsigned long long)(size_t)to[0];
+    return CUDA_SUCCESS;
+}
+
+static CUresult abi_cuGraphKernelNodeSetParams_v12000(void *node, const KernelParamsV2 *p) {
+    g_last_called = IDX_cuGraphKernelNodeSetParams_v12000;
+    memset(g_args, 0, sizeof g_args);
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    record_v2(p);
+    g_args[0] = (unsigned long long)(size_t)node;
+    return CUDA_SUCCESS;
+}
+static CUresult abi_cuGraphKernelNodeSetParams_v10000(void *node, const KernelParamsV1 *p) {
+    g_last_called = IDX_cuGraphKernelNodeSetParams_v10000;
+    memset(g_args, 0, sizeof g_args);
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    record_v1(p);
+    g_args[0] = (unsigned long long)(size_t)node;
+    return CUDA_SUCCESS;
+}
+
+/* CUgraphNodeParams: 256 bytes, the union at offset 16 (232 bytes). */
+typedef struct {
+    unsigned long long handle; unsigned type; unsigned size; void **phGraph_out; void *ctx;
+} ConditionalParams;
+typedef struct {
+    unsigned type; int reserved0[3];
+    union { long long reserved1[29]; KernelParamsV2 kernel; ConditionalParams conditional; } u;
+    long long reserved2;
+} NodeParams;
+typedef char node_params_is_256_bytes[sizeof(NodeParams) == 256 ? 1 : -1];
+#define TYPE_KERNEL 0
+#define TYPE_CONDITIONAL 13
+static void *body_graphs[4] = { (void *)BODY1, (void *)BODY2, (void *)BODY3, (void *)BODY4 };
+/* Whether every byte the node's type does not use is zero, as the driver requires. */
+static int unused_bytes_zero(const NodeParams *p) {
+    const unsigned char *b = (const unsigned char *)p;
+    size_t i, used = p->type == TYPE_KERNEL ? sizeof(KernelParamsV2)
+                   : p->type == TYPE_CONDITIONAL ? sizeof(ConditionalParams) : 0;
+    for (i = 4; i < 256; i++) {
+        int in_member = i >= 16 && i < 16 + used;
+        /* the kernel member's padding after sharedMemBytes */
+        int padding = p->type == TYPE_KERNEL && i >= 16 + 36 && i < 16 + 40;
+        if ((!in_member || padding) && b[i]) return 0;
+    }
+    return 1;
+}
+static CUresult add_node(void **node, void *const *deps, const EdgeData *data, size_t ndeps, NodeParams *p) {
+    CUresult res;
+    (void)deps;
+    memset(g_args, 0, sizeof g_args);
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    g_args[2] = p->type;
+    g_args[3] = data ? 1 : 0;
+    if (data && ndeps) g_args[4] = data[0].type;
+    if (p->type == TYPE_KERNEL) {
+        g_args[5] = (unsigned long long)(size_t)p->u.kernel.func; g_args[6] = p->u.kernel.gx;
+    } else if (p->type == TYPE_CONDITIONAL) {
+        g_args[5] = p->u.conditional.handle;
+        g_args[6] = p->u.conditional.type | (unsigned long long)p->u.conditional.size << 32;
+    }
+    g_args[7] = (unsigned long long)unused_bytes_zero(p);
+    if (!g_args[7]) return CUDA_ERROR_INVALID_VALUE;
+    if (p->type == TYPE_CONDITIONAL) {
+        if (p->u.conditional.size < 1 || p->u.conditional.size > 4) return CUDA_ERROR_INVALID_VALUE;
+        p->u.conditional.phGraph_out = body_graphs;
+    }
+    res = add_node_common(node, ndeps, p->type);
+    return res;
+}
+static CUresult abi_cuGraphAddNode_v12030(void **node, void *graph, void *const *deps, const EdgeData *data,
+                                          size_t ndeps, NodeParams *p) {
+    (void)graph;
+    g_last_called = IDX_cuGraphAddNode_v12030;
+    return add_node(node, deps, data, ndeps, p);
+}
+static CUresult abi_cuGraphAddNode_v12020(void **node, void *graph, void *const *deps, size_t ndeps,
+                                          NodeParams *p) {
+    (void)graph;
+    g_last_called = IDX_cuGraphAddNode_v12020;
+    return add_node(node, deps, NULL, ndeps, p);
+}
+static unsigned long long g_conditions = 0;
+static CUresult abi_cuGraphConditionalHandleCreate_v12030(unsigned long long *out, void *graph, void *ctx,
+                                                          unsigned default_value, unsigned flags) {
+    g_last_called = IDX_cuGraphConditionalHandleCreate_v12030;
+    memset(g_args, 0, sizeof g_args);
+    if (!out || !graph || flags > 1) return CUDA_ERROR_INVALID_VALUE;
+    *out = CONDITION_BASE + g_conditions++;
+    g_args[0] = *out; g_args[1] = (unsigned long long)(size_t)graph; g_args[2] = (unsigned long long)(size_t)ctx;
+    g_args[3] = default_value; g_args[4] = flags;
+    return CUDA_SUCCESS;
+}
+static CUresult abi_cuGraphNodeGetType_v10000(void *node, unsigned *type) {
+    size_t i = (size_t)node - ADDED_NODE_BASE;
+    g_last_called = IDX_cuGraphNodeGetType_v10000;
+    if (!type || (size_t)node < ADDED_NODE_BASE || i >= g_added || i >= MAX_NODES) return CUDA_ERROR_INVALID_VALUE;
+    *type = g_node_type[i];
+    return CUDA_SUCCESS;
+}
+
+/* The JIT linker: one link at a time, its inputs counted. */
+static const char linked_cubin[] = LINKED_CUBIN;
+static int g_link_live = 0;
+static unsigned long long g_link_inputs = 0;
+static CUresult abi_cuLinkCreate_v6050(unsigned n, unsigned *options, void **values, void **state) {
+    (void)values;
+    g_last_called = IDX_cuLinkCreate_v6050;
+    memset(g_args, 0, sizeof g_args);
+    if (!state || (n && !options)) return CUDA_ERROR_INVALID_VALUE;
+    *state = (void *)LINK_STATE; g_link_live = 1; g_link_inputs = 0;
+    g_args[0] = n; g_args[1] = n ? options[0] : 0;
+    return CUDA_SUCCESS;
+}
+static CUresult abi_cuLinkAddData_v6050(void *state, unsigned type, void *data, size_t size, const char *name,
+                                        unsigned n, unsigned *options, void **values) {
+    (void)options; (void)values;
+    g_last_called = IDX_cuLinkAddData_v6050;
+    memset(g_args, 0, sizeof g_args);
+    if (state != (void *)LINK_STATE || !g_link_live || !data || !size) return CUDA_ERROR_INVALID_VALUE;
+    g_link_inputs++;
+    g_args[0] = (unsigned long long)(size_t)state; g_args[1] = type; g_args[2] = size;
+    g_args[3] = *(const unsigned char *)data; g_args[4] = name ? strlen(name) : 0; g_args[5] = n;
+    return CUDA_SUCCESS;
+}
+static CUresult abi_cuLinkAddFile_v6050(void *state, unsigned type, const char *path, unsigned n,
+                                        unsigned *options, void **values) {
+    (void)options; (void)values;
+    g_last_called = IDX_cuLinkAddFile_v6050;
+    memset(g_args, 0, sizeof g_args);
+    if (state != (void *)LINK_STATE || !g_link_live || !path) return CUDA_ERROR_INVALID_VALUE;
+    g_link_inputs++;
+    g_args[0] = (unsigned long long)(size_t)state; g_args[1] = type; g_args[2] = strlen(path); g_args[5] = n;
+    return CUDA_SUCCESS;
+}
+static CUresult abi_cuLinkComplete_v5050(void *state, void **cubin, size_t *size) {
+    g_last_called = IDX_cuLinkComplete_v5050;
+    memset(g_args, 0, sizeof g_args);
+    if (state != (void *)LINK_STATE || !g_link_live || !cubin || !size || !g_link_inputs)
+        return CUDA_ERROR_INVALID_VALUE;
+    *cubin = (void *)linked_cubin; *size = sizeof linked_cubin - 1;
+    g_args[0] = (unsigned long long)(size_t)state; g_args[1] = g_link_inputs;
+    return CUDA_SUCCESS;
+}
+static CUresult abi_cuLinkDestroy_v5050(void *state) {
+    g_last_called = IDX_cuLinkDestroy_v5050;
+    memset(g_args, 0, sizeof g_args);
+    if (state != (void *)LINK_STATE || !g_link_live) return CUDA_ERROR_INVALID_VALUE;
+    g_link_live = 0;
+    g_args[0] = (unsigned long long)(size_t)state;
     return CUDA_SUCCESS;
 }
 
@@ -350,6 +536,12 @@ pub fn source(driver_version: i32) -> Result<String, String> {
     for (i, n) in NODES.iter().enumerate() {
         c += &format!("#define NODE{} 0x{n:x}\n", i + 1);
     }
+    for (i, g) in BODY_GRAPHS.iter().enumerate() {
+        c += &format!("#define BODY{} 0x{g:x}\n", i + 1);
+    }
+    c += &format!("#define CONDITION_BASE 0x{CONDITION_BASE:x}ULL\n");
+    c += &format!("#define LINK_STATE 0x{LINK_STATE:x}\n");
+    c += &format!("#define LINKED_CUBIN \"{LINKED_CUBIN}\"\n");
     for (i, (n, v)) in pairs.iter().enumerate() {
         c += &format!("#define IDX_{n}_v{v} {i}\n");
     }
@@ -498,9 +690,19 @@ impl Probe {
     /// nothing). `cuGraphAddKernelNode`: `[node, numDependencies, func,
     /// gridDimX, blockDimX, sharedMemBytes, first 8 bytes of parameter 0,
     /// kern | ctx (v2 only)]`; `cuGraphExecKernelNodeSetParams`: the same
-    /// with `[exec, node, ...]` first; `cuGraphAddDependencies`: `[n,
+    /// with `[exec, node, ...]` first; `cuGraphKernelNodeSetParams`: the
+    /// same with `[node, 0, ...]` first; `cuGraphAddDependencies`: `[n,
     /// from[0], to[0], has edge data, data[0].from_port, data[0].type,
-    /// data[n-1].type]`.
+    /// data[n-1].type]`; `cuGraphAddNode`: `[node, numDependencies, type,
+    /// has edge data, data[0].type, member word 0, member word 1, unused
+    /// bytes all zero]` (member words: a kernel's `func` and `gridDimX`; a
+    /// conditional's `handle` and `type | size << 32`);
+    /// `cuGraphConditionalHandleCreate`: `[handle, graph, ctx,
+    /// defaultLaunchValue, flags]`; `cuLinkCreate`: `[numOptions,
+    /// options[0]]`; `cuLinkAddData`: `[state, type, size, first byte,
+    /// strlen(name), numOptions]`; `cuLinkAddFile`: `[state, type,
+    /// strlen(path), 0, 0, numOptions]`; `cuLinkComplete`: `[state, inputs
+    /// added]`; `cuLinkDestroy`: `[state]`.
     pub fn last_args(&self) -> [u64; 8] {
         let f: unsafe extern "C" fn(*mut u64) = self.sym(b"fc_double_last_args\0");
         let mut out = [0u64; 8];
