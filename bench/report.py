@@ -29,13 +29,20 @@ HANDLE_CHECK_GOAL_US = 0.020
 
 # fc-bench --steps, graph building (issue 18): (step, kind, bound, text).
 # "le": fc/bare must be at most the bound; "speedup": bare/fc at least it.
+# "{launches}" in a text: the launch mode of the steps rig (rig_launches).
+# The every-node goal does not say PDL: it is counted in both modes.
 BUILDER_GOALS = [
     ("build_instantiate", "le", 0.95, "build node by node + instantiate vs stream capture + instantiate"),
-    ("node_update_all", "speedup", 1.5, "every node changed: node-by-node update vs re-capture + cuGraphExecUpdate"),
+    ("node_update_all", "speedup", 1.5,
+     "every node changed ({launches}): node-by-node update vs re-capture + cuGraphExecUpdate"),
+    ("node_update_all_plain", "speedup", 1.5,
+     "every node changed (plain launches): node-by-node update vs re-capture + cuGraphExecUpdate"),
     ("node_update_one", "speedup", 5.0, "one node of K changed: node-by-node update vs re-capture + cuGraphExecUpdate"),
     ("built_launch_sync", "le", 1.05, "launch + sync of the built graph vs the bare captured one (PDL alike)"),
     ("lanes_replay_pdl", "speedup", 1.5, "lanes: two joined lanes of 26 vs one chain of 52, replay + sync (PDL)"),
     ("lanes_replay_plain", "speedup", 1.5, "lanes: two joined lanes of 26 vs one chain of 52, replay + sync (plain)"),
+    ("while_loop_32x26", "speedup", 1.3, "device-side loop: 32 x a 26-kernel body in one WHILE node vs the host loop "
+     "(launch, copy the flag back, sync, decide)"),
 ]
 
 IMPLS = ("fc", "raw", "torch")
@@ -565,13 +572,26 @@ def pdl_table(data, status, tally, missed, steps=None):
     return out
 
 
+def rig_launches(rows):
+    """The launch mode of the steps rig's own rows, from the no-context
+    probe's "pdl" (absent from --quick runs)."""
+    pdl = (rows.get(("probe_no_current_context", 0)) or {}).get("pdl")
+    if pdl is True:
+        return "PDL"
+    if pdl is False:
+        return "plain launches"
+    return "the rig's launches, PDL where the device has it"
+
+
 def builder_goal_lines(rows, tally=None, missed=None):
     """The graph-building goals (BUILDER_GOALS) per K, from the steps rows
     `step_<step>_fc` / `step_<step>_bare`; counted into `tally` / `missed`."""
     lines = []
+    launches = rig_launches(rows)
     ks = sorted({k for (row, k) in rows if row == "step_build_instantiate_fc"})
     for k in ks:
         for step, kind, bound, text in BUILDER_GOALS:
+            text = text.replace("{launches}", launches)
             f, b = rows.get((f"step_{step}_fc", k)), rows.get((f"step_{step}_bare", k))
             if not f or not b or not f.get("median_us") or not b.get("median_us"):
                 continue
@@ -587,7 +607,7 @@ def builder_goal_lines(rows, tally=None, missed=None):
             if missed is not None and not ok:
                 missed.append(f"graph building, K = {k}, {step}: {shown}")
     if lines:
-        lines = ["", "**Graph building** (same process, alternating):", ""] + lines
+        lines = ["", "**Graph building** (same process, alternating in blocks: fc, bare, bare, fc, ...):", ""] + lines
     return lines
 
 

@@ -126,6 +126,18 @@ static inline int ct_st_foreign_begin(ct_handles *h)
     return stream == CT_UNWRITTEN ? rc : ST_WRONG_FALLBACK;
 }
 
+/* fc_graph_foreign_begin_on_ctx (ctx's own lane 0): as above. */
+static inline int ct_st_foreign_begin_on(ct_handles *h)
+{
+    void *stream = CT_UNWRITTEN;
+    int rc = fc_graph_foreign_begin_on_ctx(CTX, CTX, FC_CAPTURE_MODE_THREAD_LOCAL, &stream);
+    if (rc == FC_OK) {
+        (void)fc_graph_foreign_end_ctx(CTX);
+        return rc;
+    }
+    return stream == CT_UNWRITTEN ? rc : ST_WRONG_FALLBACK;
+}
+
 /* fc_graph_record_foreign_ctx: a refused section runs no function. */
 static inline int ct_st_record_foreign(ct_handles *h)
 {
@@ -255,11 +267,18 @@ static inline int ct_st_mem_info(ct_handles *h)
     CT_EXPORT(fc_ctx_recording_mode, ST_VALUE(fc_ctx_recording_mode(CTX) == -1), CT_P(CT_S_CTX, "ctx"))           \
     CT_EXPORT(fc_graph_builds_ctx, ST_VALUE(fc_graph_builds_ctx(CTX) == -1), CT_P(CT_S_CTX, "ctx"))               \
     CT_EXPORT(fc_graph_foreign_begin_ctx, ct_st_foreign_begin(h), CT_P(CT_S_CTX, "ctx"))                          \
+    CT_EXPORT(fc_graph_foreign_begin_on_ctx, ct_st_foreign_begin_on(h), CT_P(CT_S_CTX, "ctx"))                    \
     CT_EXPORT(fc_graph_foreign_end_ctx, fc_graph_foreign_end_ctx(CTX), CT_P(CT_S_CTX, "ctx"))                     \
     CT_EXPORT(fc_graph_record_foreign_ctx, ct_st_record_foreign(h), CT_P(CT_S_CTX, "ctx"))                        \
     CT_EXPORT(fc_ctx_lane, ST_NEW(fc_ctx_lane(CTX, 1)), CT_P(CT_S_CTX, "ctx"))                                    \
     CT_EXPORT(fc_ctx_lane_index, ST_VALUE(fc_ctx_lane_index(CTX) == -1), CT_P(CT_S_CTX, "ctx"))                   \
     CT_EXPORT(fc_ctx_wait_lane, fc_ctx_wait_lane(CTX, CTX), CT_P(CT_S_CTX, "ctx"))                                \
+    CT_EXPORT(fc_graph_cond_begin_ctx, fc_graph_cond_begin_ctx(CTX, FC_COND_WHILE, A, 0), CT_P(CT_S_CTX, "ctx"),   \
+              CT_P(CT_S_A, "cond"))                                                                                \
+    CT_EXPORT(fc_graph_cond_next_ctx, fc_graph_cond_next_ctx(CTX), CT_P(CT_S_CTX, "ctx"))                         \
+    CT_EXPORT(fc_graph_cond_end_ctx, fc_graph_cond_end_ctx(CTX), CT_P(CT_S_CTX, "ctx"))                           \
+    CT_EXPORT(fc_graph_cond_abort_ctx, fc_graph_cond_abort_ctx(CTX), CT_P(CT_S_CTX, "ctx"))                       \
+    CT_EXPORT(fc_cond_support, CT_NO_HANDLES, CT_NONE)                                                             \
     CT_EXPORT(fc_buckets_ladder, CT_NO_HANDLES, CT_NONE)                                                           \
     CT_EXPORT(fc_buckets_from_list, CT_NO_HANDLES, CT_NONE)                                                        \
     CT_EXPORT(fc_buckets_free, ST_VOID(fc_buckets_free(BUCKETS)), CT_P(CT_S_BUCKETS, "buckets"))                  \

@@ -780,6 +780,7 @@ static int record_foreign(fc_cuda_ctx *ctx, int mode, fc_foreign_fn fn)
 #define TL FC_CAPTURE_MODE_THREAD_LOCAL
 #define KW_MODE "unknown capture mode"
 #define KW_REC_MODE "unknown recording mode"
+#define KW_COND_KIND "unknown conditional kind"
 
 /* clang-format off */
 #define MODE_ROWS(X)                                                                                              \
@@ -805,6 +806,18 @@ static int record_foreign(fc_cuda_ctx *ctx, int mode, fc_foreign_fn fn)
     X(record_foreign_mode_INT_MIN, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_MODE,                                     \
       record_foreign(P0.ctx, INT_MIN, counting_foreign))                                                          \
     X(record_foreign_NULL_fn, W_BOTH, FC_ERR_INVALID_ARGUMENT, "fn is NULL", record_foreign(P0.ctx, TL, NULL))    \
+    X(cond_kind_5, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_COND_KIND, fc_graph_cond_begin_ctx(P0.ctx, 5, P0.a, 0))     \
+    X(cond_kind_minus_1, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_COND_KIND, fc_graph_cond_begin_ctx(P0.ctx, -1, P0.a, 0)) \
+    X(cond_kind_INT_MIN, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_COND_KIND,                                          \
+      fc_graph_cond_begin_ctx(P0.ctx, INT_MIN, P0.a, 0))                                                          \
+    X(cond_switch_0_cases, W_BOTH, FC_ERR_INVALID_ARGUMENT, "cases",                                             \
+      fc_graph_cond_begin_ctx(P0.ctx, FC_COND_SWITCH, P0.a, 0))                                                   \
+    X(cond_switch_65537_cases, W_BOTH, FC_ERR_INVALID_ARGUMENT, "cases",                                         \
+      fc_graph_cond_begin_ctx(P0.ctx, FC_COND_SWITCH, P0.a, 65537))                                               \
+    X(cond_switch_UINT_MAX_cases, W_BOTH, FC_ERR_INVALID_ARGUMENT, "cases",                                      \
+      fc_graph_cond_begin_ctx(P0.ctx, FC_COND_SWITCH, P0.a, UINT_MAX))                                            \
+    X(cond_begin_on_isolated_contexts_buffer, W_BOTH, FC_ERR_WRONG_CONTEXT, NULL,                               \
+      fc_graph_cond_begin_ctx(P0.ctx, FC_COND_IF, ISO.a, 0))                                                      \
     X(capture_on_isolated_context_works, W_BOTH, FC_OK, NULL, capture(ISO.ctx, TL, record_add_iso, 1))
 /* clang-format on */
 
@@ -820,6 +833,7 @@ DEFINE_ROWS(modes, MODE_ROWS)
 #define KW_NO_CAPTURE "no capture is open"
 #define KW_OPEN "already open"
 #define KW_WHILE "while this context is capturing"
+#define KW_NO_BODY "no conditional body is open"
 
 /* clang-format off */
 #define ORDER_ROWS(X)                                                                                             \
@@ -838,6 +852,12 @@ DEFINE_ROWS(modes, MODE_ROWS)
     X(end_update_NULL_graph_without_begin, W_IDLE, FC_ERR_INVALID_ARGUMENT, "graph is NULL", end_update(P0.ctx, NULL)) \
     X(end_update_freed_graph_without_begin, W_IDLE, FC_ERR_INVALID_HANDLE, "already freed",                      \
       end_update(P0.ctx, F.dead.graph))                                                                           \
+    X(cond_begin_without_recording, W_IDLE, FC_ERR_CAPTURE_STATE, "needs an open recording",                    \
+      fc_graph_cond_begin_ctx(P0.ctx, FC_COND_IF, P0.a, 0))                                                       \
+    X(cond_next_without_begin, W_BOTH, FC_ERR_CAPTURE_STATE, KW_NO_BODY, fc_graph_cond_next_ctx(P0.ctx))          \
+    X(cond_end_without_begin, W_BOTH, FC_ERR_CAPTURE_STATE, KW_NO_BODY, fc_graph_cond_end_ctx(P0.ctx))            \
+    X(cond_abort_without_begin, W_BOTH, FC_ERR_CAPTURE_STATE, "no conditional is open",                         \
+      fc_graph_cond_abort_ctx(P0.ctx))                                                                            \
     X(begin_twice, W_CAPTURING, FC_ERR_CAPTURE_STATE, KW_OPEN, fc_graph_begin_ctx(P0.ctx))                        \
     X(begin_relaxed_twice, W_CAPTURING, FC_ERR_CAPTURE_STATE, KW_OPEN,                                           \
       fc_graph_begin_ctx_mode(P0.ctx, FC_CAPTURE_MODE_RELAXED))                                                   \
@@ -1486,6 +1506,98 @@ static void foreign_sections(fc_cuda_ctx *unused)
     EXPECT_TRUE("contexts usable afterwards", all_usable(why, sizeof why), "%s", why);
 }
 
+/* ---- conditional nodes ---- */
+
+/* A 4-byte buffer of p0 holding v. */
+static fc_buffer *u32_buffer(unsigned v)
+{
+    fc_buffer *b = fc_buffer_alloc_ctx(P0.ctx, 4);
+    if (b && fc_buffer_upload(b, &v, 4) != FC_OK) {
+        fc_buffer_free(b);
+        return NULL;
+    }
+    return b;
+}
+
+static void conditionals(fc_cuda_ctx *unused)
+{
+    (void)unused;
+    char why[512];
+    int breaks = 0;
+    if (!(fc_cond_support() & FC_COND_SUPPORT_IF_WHILE)) {
+        printf("  SKIP conditionals: the driver has no conditional nodes (CUDA 12.3+)\n");
+        return;
+    }
+    const int saved = fc_ctx_recording_mode(P0.ctx);
+    EXPECT("set FC_RECORDING_BUILD", fc_ctx_set_recording_mode(P0.ctx, FC_RECORDING_BUILD), FC_OK, NULL);
+    fc_buffer *yes = u32_buffer(1), *no = u32_buffer(0), *three = u32_buffer(3);
+    fc_buffer *tiny = fc_buffer_alloc_ctx(P0.ctx, 2);
+    EXPECT_TRUE("condition buffers", yes && no && three && tiny, "%s", fc_last_error());
+
+    /* IF taken, with refusals inside its body that lose nothing: 1.5 + 2. */
+    EXPECT("begin (IF)", fc_graph_begin_ctx(P0.ctx), FC_OK, NULL);
+    EXPECT("a 2-byte condition", fc_graph_cond_begin_ctx(P0.ctx, FC_COND_IF, tiny, 0), FC_ERR_BUFFER_TOO_SMALL, NULL);
+    EXPECT("IF", fc_graph_cond_begin_ctx(P0.ctx, FC_COND_IF, yes, 0), FC_OK, NULL);
+    EXPECT("add in the body", fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N), FC_OK, NULL);
+    EXPECT("next past an IF's one body", fc_graph_cond_next_ctx(P0.ctx), FC_ERR_CAPTURE_STATE, "all are recorded");
+    EXPECT("break inside a body", fc_graph_break_ctx(P0.ctx, counting_break, &breaks), FC_ERR_CAPTURE_STATE,
+           "inside a conditional");
+    EXPECT_TRUE("the refused break ran nothing", breaks == 0, "its function ran %d times", breaks);
+    EXPECT("end the IF", fc_graph_cond_end_ctx(P0.ctx), FC_OK, NULL);
+    EXPECT("end it twice", fc_graph_cond_end_ctx(P0.ctx), FC_ERR_CAPTURE_STATE, KW_NO_BODY);
+    end_and_replay("the IF (taken) replays 3.5", 3.5f);
+
+    /* IF_ELSE not taken: the else body, (1.5 + 2) * 2 = 7 by a mul after. */
+    EXPECT("begin (IF_ELSE)", fc_graph_begin_ctx(P0.ctx), FC_OK, NULL);
+    EXPECT("IF_ELSE", fc_graph_cond_begin_ctx(P0.ctx, FC_COND_IF_ELSE, no, 0), FC_OK, NULL);
+    EXPECT("then: mul (not taken)", fc_mul_ctx(P0.ctx, P0.a, P0.a, P0.out, N), FC_OK, NULL);
+    EXPECT("else", fc_graph_cond_next_ctx(P0.ctx), FC_OK, NULL);
+    EXPECT("else: add", fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N), FC_OK, NULL);
+    EXPECT("end", fc_graph_cond_end_ctx(P0.ctx), FC_OK, NULL);
+    EXPECT("mul after", fc_mul_ctx(P0.ctx, P0.out, P0.b, P0.out, N), FC_OK, NULL);
+    end_and_replay("the else body, then the mul: 7", 7.0f);
+
+    /* REPEAT 3 times: 3.5 * 2^3 = 28; an aborted nested WHILE records nothing. */
+    EXPECT("begin (REPEAT)", fc_graph_begin_ctx(P0.ctx), FC_OK, NULL);
+    EXPECT("add", fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N), FC_OK, NULL);
+    EXPECT("REPEAT", fc_graph_cond_begin_ctx(P0.ctx, FC_COND_REPEAT, three, 0), FC_OK, NULL);
+    EXPECT("mul in the body", fc_mul_ctx(P0.ctx, P0.out, P0.b, P0.out, N), FC_OK, NULL);
+    EXPECT("nested WHILE", fc_graph_cond_begin_ctx(P0.ctx, FC_COND_WHILE, yes, 0), FC_OK, NULL);
+    EXPECT("mul in it", fc_mul_ctx(P0.ctx, P0.out, P0.b, P0.out, N), FC_OK, NULL);
+    EXPECT("abort the nested WHILE", fc_graph_cond_abort_ctx(P0.ctx), FC_OK, NULL);
+    EXPECT("end the REPEAT", fc_graph_cond_end_ctx(P0.ctx), FC_OK, NULL);
+    end_and_replay("REPEAT 3: 28", 28.0f);
+
+    /* Ending the recording with a body open fails the end, not the context. */
+    EXPECT("begin (left open)", fc_graph_begin_ctx(P0.ctx), FC_OK, NULL);
+    EXPECT("WHILE", fc_graph_cond_begin_ctx(P0.ctx, FC_COND_WHILE, no, 0), FC_OK, NULL);
+    fc_clear_last_error();
+    fc_graph *g = fc_graph_end_ctx(P0.ctx);
+    EXPECT_TRUE("the end is refused", !g && fc_last_error_code() == FC_ERR_CAPTURE_STATE &&
+                                          strstr(fc_last_error(), "conditional node(s) open"),
+                "graph %p, %d \"%s\"", (void *)g, fc_last_error_code(), fc_last_error());
+    fc_graph_free(g);
+    EXPECT("not recording afterwards", ST_VALUE(fc_graph_is_capturing_ctx(P0.ctx) == 0), FC_OK, NULL);
+    EXPECT("no body left open", fc_graph_cond_end_ctx(P0.ctx), FC_ERR_CAPTURE_STATE, KW_NO_BODY);
+
+    /* A recording that captures the stream takes no conditional. */
+    EXPECT("set FC_RECORDING_CAPTURE", fc_ctx_set_recording_mode(P0.ctx, FC_RECORDING_CAPTURE), FC_OK, NULL);
+    EXPECT("begin (captures)", fc_graph_begin_ctx(P0.ctx), FC_OK, NULL);
+    EXPECT("IF in a captured recording", fc_graph_cond_begin_ctx(P0.ctx, FC_COND_IF, yes, 0), FC_ERR_CAPTURE_STATE,
+           "builds its graph");
+    EXPECT("add", fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N), FC_OK, NULL);
+    end_and_replay("the captured recording still works: 3.5", 3.5f);
+
+    fc_buffer_free(yes);
+    fc_buffer_free(no);
+    fc_buffer_free(three);
+    fc_buffer_free(tiny);
+    fc_clear_last_error();
+    if (fc_graph_is_capturing_ctx(P0.ctx)) (void)fc_graph_abort_ctx(P0.ctx);
+    EXPECT("restore p0's recording mode", fc_ctx_set_recording_mode(P0.ctx, saved), FC_OK, NULL);
+    EXPECT_TRUE("contexts usable afterwards", all_usable(why, sizeof why), "%s", why);
+}
+
 /* ---- stale handles after their slot is reused ---- */
 
 static void stale_handles(fc_cuda_ctx *unused)
@@ -1666,6 +1778,7 @@ static const ct_case_def cases[] = {
     CT_CASE(failing_callbacks),
     CT_CASE(threads_during_a_capture),
     CT_CASE(foreign_sections),
+    CT_CASE(conditionals),
     CT_CASE(stale_handles),
     CT_CASE(freed_context),
     CT_CASE(out_of_memory_recovers),

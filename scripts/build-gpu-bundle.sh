@@ -41,7 +41,7 @@ for line in sys.stdin:
     print("bundled", dst)
 '
 for t in fc-graph-fc_graph capi-fcgraph capi-no_driver tests-gpu_core tests-gpu_breakable tests-gpu_pdl \
-  tests-gpu_coexist tests-gpu_cache tests-gpu_builder tests-gpu_recording tests-no_driver; do
+  tests-gpu_coexist tests-gpu_cache tests-gpu_builder tests-gpu_recording tests-gpu_conditional tests-no_driver; do
   [ -x ".bundle/tests/$t" ] || { echo "build-gpu-bundle: test binary $t is missing" >&2; exit 1; }
 done
 bash ctest/run.sh --build-only .bundle/ctest

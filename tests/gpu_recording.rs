@@ -525,22 +525,37 @@ fn lane_rules() -> TestResult {
         "a recording begins on lane 0"
     );
     ensure!(l1.raw_stream() != ctx.raw_stream(), "a lane has a stream of its own");
-    // While a foreign section captures lane 0's stream, other lanes refuse
-    // work (it would run eagerly, outside the recording). (`raw_stream`
-    // above made this context's recordings capture in Auto mode: build.)
+    // While a foreign section captures one lane's stream, the other lanes
+    // go on recording, and waits from or for the section's lane are
+    // refused. A section on lane 1 records that lane's work as one child
+    // node after the lane's earlier work. (`raw_stream` above made this
+    // context's recordings capture in Auto mode: build.)
     {
         ctx.set_recording_mode(RecordingMode::Build);
         let (xs, ys) = inputs(15);
         let (x, y, z) = chain_buffers(&ctx, &xs, &ys).map_err(fail)?;
+        let (x2, z2) = (upload(&ctx, &xs).map_err(fail)?, ctx.alloc(N * 4).map_err(fail)?);
         let mut cap = ctx.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
         ensure!(cap.builds(), "Build mode builds");
         cap.foreign_begin(CaptureMode::ThreadLocal).map_err(fail)?;
-        ensure!(matches!(l1.add(&x, &y, &z, N), Err(Error::CaptureState(_))), "lane work in a foreign section");
+        l1.add(&x, &y, &z, N).map_err(fail)?; // lane 1: recorded as a node
         ensure!(matches!(ctx.wait_lane(&l1), Err(Error::CaptureState(_))), "a lane wait in a foreign section");
+        cap.foreign_end().map_err(fail)?; // empty: no node
+        cap.foreign_begin_on(&l1, CaptureMode::ThreadLocal).map_err(fail)?;
+        l1.mul(&z, &y, &x, N).map_err(fail)?; // captured by lane 1's section
+        ensure!(matches!(l1.wait_lane(&ctx), Err(Error::CaptureState(_))), "the section's lane cannot wait");
+        ctx.add(&x2, &y, &z2, N).map_err(fail)?; // lane 0: recorded as a node meanwhile
         cap.foreign_end().map_err(fail)?;
-        l1.add(&x, &y, &z, N).map_err(fail)?;
+        ctx.join(std::slice::from_ref(&l1)).map_err(fail)?;
         let g = cap.end().map_err(fail)?;
-        ensure!(g.node_count().map_err(fail)? == 1, "the lane's add after the (empty) section is recorded");
+        ensure!(g.node_count().map_err(fail)? == 3, "lane 1's add, its section (one child) and lane 0's add");
+        x.upload(&xs).map_err(fail)?;
+        g.launch().map_err(fail)?;
+        let mut want = xs.clone();
+        chain_cpu(&mut want, &ys, 1);
+        assert_exact("lane 1: add, then the section's mul", &download(&x, N).map_err(fail)?, &want)?;
+        let sum: Vec<f32> = xs.iter().zip(&ys).map(|(a, b)| a + b).collect();
+        assert_exact("lane 0's add beside the section", &download(&z2, N).map_err(fail)?, &sum)?;
         ctx.set_recording_mode(RecordingMode::Auto);
     }
     // Eagerly a lane's synchronize waits for that lane.

@@ -14,7 +14,10 @@ use std::os::raw::c_void;
 use std::time::Instant;
 
 use cuda_sys::*;
-use fc_graph::{BinaryOp, CaptureMode, Context, DeviceBuffer, Graph, Module, Result, UpdateReport};
+use fc_graph::{
+    BinaryOp, CaptureMode, Context, DeviceBuffer, Graph, KernelArg, LaunchConfig, Module, RecordingMode, Result,
+    UpdateReport,
+};
 
 use serde_json::json;
 
@@ -181,7 +184,12 @@ pub fn step_label(step: &str) -> &'static str {
         "table_recapture_update_plain" => "the table's recapture_update, plain launches on both sides",
         "build_instantiate" => "recording (built node by node) + instantiate vs stream capture + instantiate",
         "node_update_all" => {
-            "re-recording, every node changed (K node calls) vs re-capture + cuGraphExecUpdate + destroy"
+            "re-recording, every node changed (K node calls) vs re-capture + cuGraphExecUpdate + destroy, \
+             the rig's launches (PDL where the device has it)"
+        }
+        "node_update_all_plain" => {
+            "re-recording, every node changed (K node calls) vs re-capture + cuGraphExecUpdate + destroy, \
+             plain launches on both sides"
         }
         "node_update_one" => "re-recording, one node changed (1 node call) vs re-capture + cuGraphExecUpdate + destroy",
         "node_update_none" => {
@@ -191,7 +199,14 @@ pub fn step_label(step: &str) -> &'static str {
         "lanes_replay_plain" => {
             "two joined lanes of 26 (fc column) vs one chain of 52 (bare column, also fc-graph), plain"
         }
+        "while_loop_32x26" => {
+            "32 iterations of a 26-kernel body + countdown: one WHILE node (fc column) vs the host loop (launch the \
+             body, copy the flag back, sync, decide; bare column, also fc-graph)"
+        }
         "set_params_floor" => "K bare cuGraphExecKernelNodeSetParams, every node changed (the driver's floor)",
+        "set_params_floor_plain" => {
+            "K bare cuGraphExecKernelNodeSetParams, every node changed (the driver's floor), plain launches"
+        }
         "built_launch_sync" => "launch + sync of the recorded graph vs the captured one (bare cuGraphLaunch)",
         _ => "",
     }
@@ -286,30 +301,23 @@ impl Rig {
 
     /// The same K kernels as bare cuLaunchKernel calls on the same stream.
     fn raw_chain(&self, d: &Driver, k: usize) -> Result<()> {
-        let (mut x, mut y, mut z, mut n) = (self.x.as_raw(), self.y.as_raw(), self.z.as_raw(), self.n as u32);
+        self.raw_chain_with(d, k, |_| false)
+    }
+
+    /// The K kernels as bare launches, node `i` in operand variant
+    /// `swap(i)` (see [`chain_node`]; all `false`: [`Rig::raw_chain`]).
+    fn raw_chain_with(&self, d: &Driver, k: usize, swap: impl Fn(usize) -> bool) -> Result<()> {
         let grid = (self.n as u32).div_ceil(256);
         for i in 0..k {
-            let (f, mut p): (CUfunction, [*mut c_void; 4]) = if i % 2 == 0 {
-                (
-                    self.func_add,
-                    [
-                        (&mut x as *mut u64).cast(),
-                        (&mut y as *mut u64).cast(),
-                        (&mut z as *mut u64).cast(),
-                        (&mut n as *mut u32).cast(),
-                    ],
-                )
-            } else {
-                (
-                    self.func_mul,
-                    [
-                        (&mut z as *mut u64).cast(),
-                        (&mut y as *mut u64).cast(),
-                        (&mut x as *mut u64).cast(),
-                        (&mut n as *mut u32).cast(),
-                    ],
-                )
-            };
+            let (op, a, b, o) = chain_node(self, i, swap(i));
+            let f = if op == BinaryOp::Add { self.func_add } else { self.func_mul };
+            let (mut a, mut b, mut o, mut n) = (a.as_raw(), b.as_raw(), o.as_raw(), self.n as u32);
+            let mut p: [*mut c_void; 4] = [
+                (&mut a as *mut u64).cast(),
+                (&mut b as *mut u64).cast(),
+                (&mut o as *mut u64).cast(),
+                (&mut n as *mut u32).cast(),
+            ];
             if self.pdl.get() {
                 let launch_ex = d.cuLaunchKernelEx.ok_or_else(|| fc_graph::Error::invalid("no cuLaunchKernelEx"))?;
                 let mut value = CUlaunchAttributeValue { pad: [0; 64] };
@@ -533,6 +541,7 @@ pub fn run_steps(cfg: &StepsConfig, out: &mut dyn FnMut(StepOutput)) -> Result<(
         builder_rows(d, &rig, k, iters, out)?;
         if k == 26 {
             lanes_rows(&rig, iters, out)?;
+            while_rows(&rig, iters, out)?;
         }
         handle_check.measure();
     }
@@ -543,7 +552,8 @@ pub fn run_steps(cfg: &StepsConfig, out: &mut dyn FnMut(StepOutput)) -> Result<(
 /// The benchmark table's host-bound rows, `capture_instantiate` and
 /// `recapture_update`, timed end to end as fc-bench and raw_bench time
 /// them, but in one process, alternating library and bare driver calls
-/// iteration by iteration, in each launch mode (`table_<row>_pdl` where
+/// (capture + instantiate in blocks, [`alternate_blocks`]; re-capture +
+/// update iteration by iteration), in each launch mode (`table_<row>_pdl` where
 /// the built-ins use PDL, and `table_<row>_plain`). Host timings on the
 /// benchmark VMs move by up to 2x between processes and phases of a few
 /// seconds (GPU runs 34-36); alternating calls see the same phases.
@@ -575,7 +585,7 @@ fn table_rows_in_mode(
     } else {
         ("table_capture_instantiate_plain", "table_recapture_update_plain")
     };
-    // Capture + instantiate (destroyed untimed), two warm-up rounds.
+    // Capture + instantiate (destroyed untimed), alternating in blocks.
     let (mut fc, mut bare) = capture_instantiate_samples(d, rig, k, iters)?;
     emit(out, capture_step, Variant::Fc, k, &mut fc);
     emit(out, capture_step, Variant::Bare, k, &mut bare);
@@ -609,12 +619,13 @@ fn table_rows_in_mode(
     Ok(())
 }
 
-/// A bare capture of the rig's K kernels (begin, launches, end).
-fn bare_capture(d: &Driver, rig: &Rig, k: usize) -> Result<CUgraph> {
+/// A bare capture of the rig's K kernels (begin, launches, end), node `i`
+/// in operand variant `swap(i)` (see [`chain_node`]).
+fn bare_capture(d: &Driver, rig: &Rig, k: usize, swap: impl Fn(usize) -> bool) -> Result<CUgraph> {
     let stream = rig.bare_stream;
     // SAFETY: our stream, not capturing.
     ok("cuStreamBeginCapture", unsafe { (d.cuStreamBeginCapture)(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) })?;
-    let chain = rig.raw_chain(d, k);
+    let chain = rig.raw_chain_with(d, k, swap);
     let mut g: CUgraph = std::ptr::null_mut();
     // SAFETY: our capturing stream; valid out-pointer.
     let end = ok("cuStreamEndCapture", unsafe { (d.cuStreamEndCapture)(stream, &mut g) });
@@ -636,7 +647,7 @@ struct BareExec {
 
 impl BareExec {
     fn new(d: &Driver, rig: &Rig, k: usize) -> Result<BareExec> {
-        let source = bare_capture(d, rig, k)?;
+        let source = bare_capture(d, rig, k, |_| false)?;
         let mut exec: CUgraphExec = std::ptr::null_mut();
         // SAFETY: live graph, valid out-pointer.
         let res = unsafe { (d.cuGraphInstantiateWithFlags)(&mut exec, source, 0) };
@@ -652,7 +663,20 @@ impl BareExec {
     /// becomes `source` and the old one is destroyed, else the re-captured
     /// one is destroyed after the update.
     fn recapture(&mut self, d: &Driver, rig: &Rig, k: usize, keep_new: bool) -> Result<()> {
-        let g = bare_capture(d, rig, k)?;
+        self.recapture_with(d, rig, k, keep_new, |_| false)
+    }
+
+    /// [`BareExec::recapture`] of the chain with node `i` in operand
+    /// variant `swap(i)` (see [`chain_node`]).
+    fn recapture_with(
+        &mut self,
+        d: &Driver,
+        rig: &Rig,
+        k: usize,
+        keep_new: bool,
+        swap: impl Fn(usize) -> bool,
+    ) -> Result<()> {
+        let g = bare_capture(d, rig, k, swap)?;
         // SAFETY: live executable and graph of the rig's context; the
         // executable is ours (`&mut self`).
         let outcome = unsafe { d.graph_exec_update(self.exec, g) };
@@ -673,6 +697,114 @@ impl BareExec {
             (d.cuGraphDestroy)(self.source);
         }
     }
+}
+
+/// A one-thread kernel that counts a u32 flag down (the loop body's own
+/// stop condition in `while_rows`).
+const COUNTDOWN_PTX: &str = r#"
+.version 7.0
+.target sm_50
+.address_size 64
+
+.visible .entry bench_flag_countdown(
+	.param .u64 flag
+)
+{
+	.reg .b32 	%r<3>;
+	.reg .b64 	%rd<3>;
+
+	ld.param.u64 	%rd1, [flag];
+	cvta.to.global.u64 	%rd2, %rd1;
+	ld.global.u32 	%r1, [%rd2];
+	sub.u32 	%r2, %r1, 1;
+	st.global.u32 	[%rd2], %r2;
+	ret;
+}
+"#;
+
+/// Device-side loops (issue 20): 32 iterations of a body of the rig's 26
+/// built-ins (PDL where the rig uses it) and a one-thread kernel that
+/// counts a flag down. `while_loop_32x26` fc column: one recording holding
+/// the body in a WHILE node (`Context::while_loop`, stopped when the flag
+/// the body counts down reaches 0), launch + sync; bare column: the loop
+/// an engine writes without conditional nodes, over a recording of the
+/// body alone: launch it, copy the flag back and synchronize
+/// (`DeviceBuffer::download`: cuMemcpyDtoHAsync + cuStreamSynchronize),
+/// decide on the host. The flag is set to 32 before each run, untimed.
+/// Both runs must leave the same `x`, bit for bit, and the flag at 0.
+fn while_rows(rig: &Rig, iters: usize, out: &mut dyn FnMut(StepOutput)) -> Result<()> {
+    const TRIPS: u32 = 32;
+    if !fc_graph::conditional::support().if_while {
+        println!("[fc] while_loop_32x26: the driver has no conditional nodes (CUDA 12.3+); skipped");
+        return Ok(());
+    }
+    let module = Module::from_ptx(&rig.ctx, COUNTDOWN_PTX)?;
+    let countdown = module.kernel("bench_flag_countdown")?;
+    let one = LaunchConfig { grid: (1, 1, 1), block: (1, 1, 1), shared_mem_bytes: 0 };
+    let flag = rig.ctx.alloc(4)?;
+    let body = |c: &Context| -> Result<()> {
+        for i in 0..26 {
+            let (op, a, b, o) = chain_node(rig, i, false);
+            c.binary(op, a, b, o, rig.n)?;
+        }
+        countdown.launch_on(c, one, &[KernelArg::Buffer(&flag)])
+    };
+    let mode = rig.ctx.recording_mode();
+    rig.ctx.set_recording_mode(RecordingMode::Build);
+    let recorded = (|| -> Result<(Graph, Graph)> {
+        let cap = rig.ctx.begin_capture(CaptureMode::ThreadLocal)?;
+        rig.ctx.while_loop(&flag, body)?;
+        let looped = cap.end()?;
+        let cap = rig.ctx.begin_capture(CaptureMode::ThreadLocal)?;
+        body(&rig.ctx)?;
+        Ok((looped, cap.end()?))
+    })();
+    rig.ctx.set_recording_mode(mode);
+    let (looped, one_trip) = recorded?;
+    let device_loop = || -> Result<f64> {
+        flag.upload(&[TRIPS])?;
+        let t0 = Instant::now();
+        looped.launch()?;
+        rig.ctx.synchronize()?;
+        Ok(us_since(t0, Instant::now()))
+    };
+    let host_loop = || -> Result<f64> {
+        flag.upload(&[TRIPS])?;
+        let t0 = Instant::now();
+        loop {
+            one_trip.launch()?;
+            let mut f = [0u32];
+            flag.download(&mut f)?;
+            if f[0] == 0 {
+                break;
+            }
+        }
+        Ok(us_since(t0, Instant::now()))
+    };
+    // Equal results: both from the same x.
+    let mut start = vec![0f32; rig.n];
+    rig.x.download(&mut start)?;
+    let after = |run: &dyn Fn() -> Result<f64>| -> Result<(Vec<f32>, u32)> {
+        rig.x.upload(&start)?;
+        run()?;
+        let (mut x, mut f) = (vec![0f32; rig.n], [1u32]);
+        rig.x.download(&mut x)?;
+        flag.download(&mut f)?;
+        Ok((x, f[0]))
+    };
+    let (on_device, on_host) = (after(&device_loop)?, after(&host_loop)?);
+    let same = on_device.0.iter().zip(&on_host.0).all(|(a, b)| a.to_bits() == b.to_bits());
+    if !same || on_device.1 != 0 || on_host.1 != 0 {
+        return Err(fc_graph::Error::invalid(format!(
+            "while_loop_32x26: the WHILE node and the host loop differ (same x: {same}, flags {} and {})",
+            on_device.1, on_host.1
+        )));
+    }
+    let (mut fc, mut bare) = alternate_blocks(iters, |_| device_loop(), |_| host_loop())?;
+    rig.x.upload(&start)?;
+    emit(out, "while_loop_32x26", Variant::Fc, 26, &mut fc);
+    emit(out, "while_loop_32x26", Variant::Bare, 26, &mut bare);
+    Ok(())
 }
 
 /// Lanes (issue 20): two independent 26-kernel chains recorded on two
@@ -730,69 +862,6 @@ fn lanes_rows(rig: &Rig, iters: usize, out: &mut dyn FnMut(StepOutput)) -> Resul
     let result = run();
     rig.set_pdl(pdl_default);
     result
-}
-
-/// The driver's own floor of a node-by-node update: K bare
-/// `cuGraphExecKernelNodeSetParams` calls on the bare executable, every
-/// node changed (commuted operands, the same results), no library code.
-/// Skipped with a note when the driver refuses a call.
-fn set_params_floor(
-    d: &Driver,
-    rig: &Rig,
-    exec: &BareExec,
-    k: usize,
-    iters: usize,
-    out: &mut dyn FnMut(StepOutput),
-) -> Result<()> {
-    let mut nodes: Vec<CUgraphNode> = vec![std::ptr::null_mut(); k];
-    let mut n = k;
-    // SAFETY: the bare executable's live source graph; room for `n` nodes.
-    ok("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(exec.source, nodes.as_mut_ptr(), &mut n) })?;
-    if n != k {
-        println!("[fc] set_params_floor K={k}: the graph has {n} nodes; skipped");
-        return Ok(());
-    }
-    let grid = (rig.n as u32).div_ceil(256);
-    let mut v = Vec::with_capacity(iters);
-    for it in 0..iters + 2 {
-        let swap = it % 2 == 0;
-        let t0 = Instant::now();
-        for (i, &node) in nodes.iter().enumerate() {
-            let (op, a, b, o) = chain_node(rig, i, swap);
-            let func = if op == BinaryOp::Add { rig.func_add } else { rig.func_mul };
-            let mut w = [a.as_raw(), b.as_raw(), o.as_raw(), rig.n as u64];
-            let base = w.as_mut_ptr();
-            let mut params: [*mut c_void; 4] =
-                [base.cast(), base.wrapping_add(1).cast(), base.wrapping_add(2).cast(), base.wrapping_add(3).cast()];
-            let p = CUDA_KERNEL_NODE_PARAMS_v2 {
-                func,
-                gridDimX: grid,
-                gridDimY: 1,
-                gridDimZ: 1,
-                blockDimX: 256,
-                blockDimY: 1,
-                blockDimZ: 1,
-                sharedMemBytes: 0,
-                kernelParams: params.as_mut_ptr(),
-                extra: std::ptr::null_mut(),
-                kern: std::ptr::null_mut(),
-                ctx: std::ptr::null_mut(),
-            };
-            // SAFETY: the bare live executable, a kernel node of its source
-            // (creation order: node i is the chain's launch i), parameters
-            // of the same (u64, u64, u64, u32) kernel, live across the call.
-            let res = unsafe { d.graph_exec_kernel_node_set_params(exec.exec, node, &p) };
-            if res != Some(CUDA_SUCCESS) {
-                println!("[fc] set_params_floor K={k}: node {i} refused ({res:?}); skipped");
-                return Ok(());
-            }
-        }
-        if it >= 2 {
-            v.push(us_since(t0, Instant::now()));
-        }
-    }
-    emit(out, "set_params_floor", Variant::BareOnly, k, &mut v);
-    Ok(())
 }
 
 /// A context and three buffers made through the C ABI, recording the
@@ -1193,37 +1262,299 @@ fn fc_rerecord(rig: &Rig, g: &mut Graph, k: usize, swap: impl Fn(usize) -> bool)
     cap.end_update(g)
 }
 
-/// The library's record (or capture) + instantiate of the rig's K-kernel
-/// chain and the bare stream capture + instantiate, alternating, graphs
-/// destroyed untimed, after two warm-up rounds: (fc, bare) samples in µs.
-fn capture_instantiate_samples(d: &Driver, rig: &Rig, k: usize, iters: usize) -> Result<(Vec<f64>, Vec<f64>)> {
-    let (mut fc, mut bare) = (vec![], vec![]);
-    for it in 0..iters + 2 {
-        let t0 = Instant::now();
-        let g = rig.fc_capture(k)?;
-        let t1 = Instant::now();
-        drop(g);
-        let t2 = Instant::now();
-        let exec = BareExec::new(d, rig, k)?;
-        let t3 = Instant::now();
-        exec.destroy(d);
-        if it >= 2 {
-            fc.push(us_since(t0, t1));
-            bare.push(us_since(t2, t3));
+/// Rounds per block of [`alternate_blocks`] (fewer where `iters / 4` is).
+const BLOCK_ROUNDS: usize = 8;
+
+/// Untimed rounds at the start of a side's first block.
+const FIRST_WARMUP_ROUNDS: usize = 2;
+
+/// Times `fc` against `bare`, `iters` timed rounds each, alternating in
+/// blocks of B = min(8, iters / 4) (at least 1) rounds in ABBA order: fc,
+/// bare, bare, fc, fc, bare, ... Drift over the run weighs on both sides
+/// alike, but no timed round directly follows the other side's round: each
+/// block that follows the other side's round begins with one untimed
+/// warm-up round of its own side (the first block of each side with
+/// [`FIRST_WARMUP_ROUNDS`]); a block that follows a block of its own side
+/// (the middle of "bb" and "ff") needs none. Each closure gets its side's
+/// round number (warm-ups included, from 0) and returns its round's timed
+/// part in µs. Returns the (fc, bare) samples in round order.
+fn alternate_blocks(
+    iters: usize,
+    mut fc: impl FnMut(usize) -> Result<f64>,
+    mut bare: impl FnMut(usize) -> Result<f64>,
+) -> Result<(Vec<f64>, Vec<f64>)> {
+    let block = BLOCK_ROUNDS.min(iters / 4).max(1);
+    let mut samples = [Vec::with_capacity(iters), Vec::with_capacity(iters)];
+    let mut rounds = [0usize; 2];
+    let mut previous: Option<usize> = None;
+    for j in 0.. {
+        if samples.iter().all(|v| v.len() >= iters) {
+            break;
         }
+        let side = [0, 1, 1, 0][j % 4];
+        let timed = block.min(iters - samples[side].len());
+        if timed == 0 {
+            continue;
+        }
+        let warmup = match previous {
+            _ if rounds[side] == 0 => FIRST_WARMUP_ROUNDS,
+            Some(p) if p == side => 0,
+            _ => 1,
+        };
+        for r in 0..warmup + timed {
+            let round = rounds[side];
+            rounds[side] += 1;
+            let us = if side == 0 { fc(round)? } else { bare(round)? };
+            if r >= warmup {
+                samples[side].push(us);
+            }
+        }
+        previous = Some(side);
     }
+    let [fc, bare] = samples;
     Ok((fc, bare))
 }
 
+/// The library's record (or capture) + instantiate of the rig's K-kernel
+/// chain and the bare stream capture + instantiate, alternating in blocks
+/// ([`alternate_blocks`]), graphs destroyed untimed: (fc, bare) samples in µs.
+fn capture_instantiate_samples(d: &Driver, rig: &Rig, k: usize, iters: usize) -> Result<(Vec<f64>, Vec<f64>)> {
+    alternate_blocks(
+        iters,
+        |_| {
+            let t0 = Instant::now();
+            let g = rig.fc_capture(k)?;
+            let t = us_since(t0, Instant::now());
+            drop(g);
+            Ok(t)
+        },
+        |_| {
+            let t0 = Instant::now();
+            let exec = BareExec::new(d, rig, k)?;
+            let t = us_since(t0, Instant::now());
+            exec.destroy(d);
+            Ok(t)
+        },
+    )
+}
+
+/// What each round of a node-update row changes, against the same side's
+/// previous round (the other side's rounds touch only their own graph).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Change {
+    /// Every node's operands (K node calls on the library's side).
+    Every,
+    /// Node K / 2's operands (1 node call).
+    One,
+    /// Nothing (no driver call).
+    Nothing,
+}
+
+impl Change {
+    /// The library's node calls per round.
+    fn node_calls(self, k: usize) -> usize {
+        match self {
+            Change::Every => k,
+            Change::One => 1,
+            Change::Nothing => 0,
+        }
+    }
+
+    /// The next round's operand variants (see [`chain_node`]) from the
+    /// current ones: every node, node K / 2 or none flipped.
+    fn apply(self, swap: &mut [bool]) {
+        match self {
+            Change::Every => swap.iter_mut().for_each(|s| *s = !*s),
+            Change::One => {
+                let one = swap.len() / 2;
+                if let Some(s) = swap.get_mut(one) {
+                    *s = !*s;
+                }
+            }
+            Change::Nothing => {}
+        }
+    }
+}
+
+/// A graph recorded through the library and a bare executable of the same
+/// K-kernel chain, with the operand variant of each node (see
+/// [`chain_node`]) that each of them holds now: each side's rounds change
+/// exactly what the row says against that side's previous round, whatever
+/// the rows before left behind.
+struct UpdatePair {
+    g: Graph,
+    exec: BareExec,
+    fc_swap: Vec<bool>,
+    bare_swap: Vec<bool>,
+}
+
+impl UpdatePair {
+    /// Both sides recorded / captured in the rig's current launch mode.
+    fn new(d: &Driver, rig: &Rig, k: usize) -> Result<UpdatePair> {
+        let g = rig.fc_capture(k)?;
+        let exec = BareExec::new(d, rig, k)?;
+        Ok(UpdatePair { g, exec, fc_swap: vec![false; k], bare_swap: vec![false; k] })
+    }
+
+    fn destroy(self, d: &Driver) {
+        self.exec.destroy(d);
+    }
+
+    /// Row `step`: the library's re-recording + update (`end_update`),
+    /// checked from its report (one segment updated in place, with
+    /// `change`'s node calls, every round, warm-ups included), against bare
+    /// re-capture + `cuGraphExecUpdate` + destroying the re-captured graph,
+    /// both changing `change`'s nodes each round.
+    fn update_row(
+        &mut self,
+        d: &Driver,
+        rig: &Rig,
+        step: &'static str,
+        change: Change,
+        iters: usize,
+        out: &mut dyn FnMut(StepOutput),
+    ) -> Result<()> {
+        let k = self.fc_swap.len();
+        let want = change.node_calls(k);
+        let UpdatePair { g, exec, fc_swap, bare_swap } = self;
+        let (mut fc, mut bare) = alternate_blocks(
+            iters,
+            |round| {
+                change.apply(fc_swap);
+                let t0 = Instant::now();
+                let report = fc_rerecord(rig, g, k, |i| fc_swap[i])?;
+                let t = us_since(t0, Instant::now());
+                if report.updated != 1 || report.instantiated != 0 || report.node_calls != want {
+                    return Err(fc_graph::Error::invalid(format!(
+                        "{step} K={k}, round {round}: {report:?}, want {want} node calls in one update"
+                    )));
+                }
+                Ok(t)
+            },
+            |_| {
+                change.apply(bare_swap);
+                let t0 = Instant::now();
+                exec.recapture_with(d, rig, k, false, |i| bare_swap[i])?;
+                Ok(us_since(t0, Instant::now()))
+            },
+        )?;
+        emit(out, step, Variant::Fc, k, &mut fc);
+        emit(out, step, Variant::Bare, k, &mut bare);
+        Ok(())
+    }
+
+    /// The driver's own floor of a node-by-node update, row `step`: K bare
+    /// `cuGraphExecKernelNodeSetParams` calls on the bare executable, every
+    /// node changed against the previous round (commuted operands, the same
+    /// results), no library code; two untimed rounds first. Skipped with a
+    /// note when the driver refuses a call.
+    fn set_params_floor(
+        &mut self,
+        d: &Driver,
+        rig: &Rig,
+        step: &'static str,
+        iters: usize,
+        out: &mut dyn FnMut(StepOutput),
+    ) -> Result<()> {
+        let k = self.bare_swap.len();
+        let mut nodes: Vec<CUgraphNode> = vec![std::ptr::null_mut(); k];
+        let mut n = k;
+        // SAFETY: the bare executable's live source graph; room for `n` nodes.
+        ok("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(self.exec.source, nodes.as_mut_ptr(), &mut n) })?;
+        if n != k {
+            println!("[fc] {step} K={k}: the graph has {n} nodes; skipped");
+            return Ok(());
+        }
+        let grid = (rig.n as u32).div_ceil(256);
+        let mut v = Vec::with_capacity(iters);
+        for it in 0..iters + 2 {
+            let t0 = Instant::now();
+            for (i, &node) in nodes.iter().enumerate() {
+                let swap = !self.bare_swap[i];
+                let (op, a, b, o) = chain_node(rig, i, swap);
+                let func = if op == BinaryOp::Add { rig.func_add } else { rig.func_mul };
+                let mut w = [a.as_raw(), b.as_raw(), o.as_raw(), rig.n as u64];
+                let base = w.as_mut_ptr();
+                let mut params: [*mut c_void; 4] = [
+                    base.cast(),
+                    base.wrapping_add(1).cast(),
+                    base.wrapping_add(2).cast(),
+                    base.wrapping_add(3).cast(),
+                ];
+                let p = CUDA_KERNEL_NODE_PARAMS_v2 {
+                    func,
+                    gridDimX: grid,
+                    gridDimY: 1,
+                    gridDimZ: 1,
+                    blockDimX: 256,
+                    blockDimY: 1,
+                    blockDimZ: 1,
+                    sharedMemBytes: 0,
+                    kernelParams: params.as_mut_ptr(),
+                    extra: std::ptr::null_mut(),
+                    kern: std::ptr::null_mut(),
+                    ctx: std::ptr::null_mut(),
+                };
+                // SAFETY: the bare live executable, a kernel node of its source
+                // (creation order: node i is the chain's launch i), parameters
+                // of the same (u64, u64, u64, u32) kernel, live across the call.
+                let res = unsafe { d.graph_exec_kernel_node_set_params(self.exec.exec, node, &p) };
+                if res != Some(CUDA_SUCCESS) {
+                    println!("[fc] {step} K={k}: node {i} refused ({res:?}); skipped");
+                    return Ok(());
+                }
+                self.bare_swap[i] = swap;
+            }
+            if it >= 2 {
+                v.push(us_since(t0, Instant::now()));
+            }
+        }
+        emit(out, step, Variant::BareOnly, k, &mut v);
+        Ok(())
+    }
+
+    /// `built_launch_sync`: launch + sync of the recorded graph against a
+    /// bare `cuGraphLaunch` + sync of the captured executable, alternating
+    /// in blocks.
+    fn launch_sync_row(&self, d: &Driver, rig: &Rig, iters: usize, out: &mut dyn FnMut(StepOutput)) -> Result<()> {
+        let k = self.fc_swap.len();
+        let (g, exec) = (&self.g, self.exec.exec);
+        let (mut fc, mut bare) = alternate_blocks(
+            iters,
+            |_| {
+                let t0 = Instant::now();
+                g.launch()?;
+                rig.ctx.synchronize()?;
+                Ok(us_since(t0, Instant::now()))
+            },
+            |_| {
+                let t0 = Instant::now();
+                // SAFETY: live executable and stream of the rig.
+                ok("cuGraphLaunch", unsafe { (d.cuGraphLaunch)(exec, rig.bare_stream) })?;
+                // SAFETY: our stream.
+                ok("cuStreamSynchronize", unsafe { (d.cuStreamSynchronize)(rig.bare_stream) })?;
+                Ok(us_since(t0, Instant::now()))
+            },
+        )?;
+        emit(out, "built_launch_sync", Variant::Fc, k, &mut fc);
+        emit(out, "built_launch_sync", Variant::Bare, k, &mut bare);
+        Ok(())
+    }
+}
+
 /// Recordings (built node by node: fc-graph's recording API, as engines
-/// call it) against bare stream capture, alternating, with the rig's launch
-/// mode (PDL where the built-ins use it): `build_instantiate` (record +
-/// instantiate); `node_update_all` / `_one` / `_none` (re-record into the
-/// same graph with all, one or no node changed, against bare re-capture +
-/// `cuGraphExecUpdate` + destroying the re-captured graph; the library's
-/// driver calls are checked from its update report: K, 1 and 0);
+/// call it) against bare stream capture, each pair alternating in blocks
+/// ([`alternate_blocks`]), with the rig's launch mode (PDL where the
+/// built-ins use it): `build_instantiate` (record + instantiate);
+/// `node_update_all` / `_one` / `_none` (re-record into the same graph with
+/// every, one or no node changed, against bare re-capture with the same
+/// change + `cuGraphExecUpdate` + destroying the re-captured graph; the
+/// library's driver calls are checked from its update report: K, 1 and 0);
+/// `set_params_floor` (K bare `cuGraphExecKernelNodeSetParams`);
 /// `built_launch_sync` (the recorded graph against the bare captured one,
-/// launch + sync).
+/// launch + sync). Then `node_update_all_plain` and
+/// `set_params_floor_plain`: the same with plain launches on both sides
+/// ([`plain_update_rows`]).
 fn builder_rows(d: &Driver, rig: &Rig, k: usize, iters: usize, out: &mut dyn FnMut(StepOutput)) -> Result<()> {
     if !rig.ctx.begin_capture(CaptureMode::ThreadLocal)?.builds() {
         return Err(fc_graph::Error::invalid("the rig's recordings do not build (FC_RECORDING set?)"));
@@ -1235,73 +1566,159 @@ fn builder_rows(d: &Driver, rig: &Rig, k: usize, iters: usize, out: &mut dyn FnM
     if d.cuGraphExecUpdate.is_none() {
         return Ok(());
     }
-    let mut g = rig.fc_capture(k)?;
-    let mut exec = BareExec::new(d, rig, k)?;
+    let mut pair = UpdatePair::new(d, rig, k)?;
     let mut run = || -> Result<()> {
-        let one = k / 2;
-        let mut swapped = false;
-        for (step, which) in [("node_update_all", 0), ("node_update_one", 1), ("node_update_none", 2)] {
-            let (mut fc, mut bare) = (vec![], vec![]);
-            for it in 0..iters + 2 {
-                let t0 = Instant::now();
-                let report = match which {
-                    0 => {
-                        swapped = !swapped;
-                        fc_rerecord(rig, &mut g, k, |_| swapped)?
-                    }
-                    1 => {
-                        swapped = !swapped;
-                        fc_rerecord(rig, &mut g, k, |i| i == one && swapped)?
-                    }
-                    _ => fc_rerecord(rig, &mut g, k, |_| false)?,
-                };
-                let t1 = Instant::now();
-                exec.recapture(d, rig, k, false)?;
-                let t2 = Instant::now();
-                let calls = report.node_calls as u64;
-                let want = [k as u64, 1, 0][which];
-                // `_one` after `_all` ended swapped: its first round sets back the rest.
-                if report.updated != 1 || (it > 0 && calls != want) {
-                    return Err(fc_graph::Error::invalid(format!(
-                        "{step} K={k}: {report:?}, want {want} node calls in one update"
-                    )));
-                }
-                if it >= 2 {
-                    fc.push(us_since(t0, t1));
-                    bare.push(us_since(t1, t2));
-                }
-            }
-            if which == 1 && swapped {
-                swapped = false;
-                fc_rerecord(rig, &mut g, k, |_| false)?;
-            }
-            emit(out, step, Variant::Fc, k, &mut fc);
-            emit(out, step, Variant::Bare, k, &mut bare);
+        for (step, change) in [
+            ("node_update_all", Change::Every),
+            ("node_update_one", Change::One),
+            ("node_update_none", Change::Nothing),
+        ] {
+            pair.update_row(d, rig, step, change, iters, out)?;
         }
-
-        set_params_floor(d, rig, &exec, k, iters, out)?;
-
-        let (mut fc, mut bare) = (vec![], vec![]);
-        for it in 0..iters + 2 {
-            let t0 = Instant::now();
-            g.launch()?;
-            rig.ctx.synchronize()?;
-            let t1 = Instant::now();
-            // SAFETY: live executable and stream of the rig.
-            ok("cuGraphLaunch", unsafe { (d.cuGraphLaunch)(exec.exec, rig.bare_stream) })?;
-            // SAFETY: our stream.
-            ok("cuStreamSynchronize", unsafe { (d.cuStreamSynchronize)(rig.bare_stream) })?;
-            let t2 = Instant::now();
-            if it >= 2 {
-                fc.push(us_since(t0, t1));
-                bare.push(us_since(t1, t2));
-            }
-        }
-        emit(out, "built_launch_sync", Variant::Fc, k, &mut fc);
-        emit(out, "built_launch_sync", Variant::Bare, k, &mut bare);
-        Ok(())
+        pair.set_params_floor(d, rig, "set_params_floor", iters, out)?;
+        pair.launch_sync_row(d, rig, iters, out)
     };
     let result = run();
-    exec.destroy(d);
+    pair.destroy(d);
+    result?;
+    plain_update_rows(d, rig, k, iters, out)
+}
+
+/// `node_update_all_plain` and `set_params_floor_plain`: `node_update_all`
+/// and `set_params_floor` with PDL off on both sides, on a graph and a bare
+/// executable recorded for them with PDL off (measured also where the rig
+/// is plain anyway, so that the rows are always there). The rig's launch
+/// mode is restored afterwards, also on error.
+fn plain_update_rows(d: &Driver, rig: &Rig, k: usize, iters: usize, out: &mut dyn FnMut(StepOutput)) -> Result<()> {
+    let default = rig.pdl.get();
+    rig.set_pdl(false);
+    let result = UpdatePair::new(d, rig, k).and_then(|mut pair| {
+        let result = pair
+            .update_row(d, rig, "node_update_all_plain", Change::Every, iters, out)
+            .and_then(|()| pair.set_params_floor(d, rig, "set_params_floor_plain", iters, out));
+        pair.destroy(d);
+        result
+    });
+    rig.set_pdl(default);
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    /// Runs [`alternate_blocks`] with closures that log each round as
+    /// (side, the side's round number) and return the round's position in
+    /// the log: (the log, the positions of the timed fc and bare rounds).
+    fn trace(iters: usize) -> (Vec<(usize, usize)>, Vec<usize>, Vec<usize>) {
+        let log = RefCell::new(Vec::new());
+        let round = |side: usize, r: usize| {
+            let mut l = log.borrow_mut();
+            l.push((side, r));
+            Ok((l.len() - 1) as f64)
+        };
+        let (fc, bare) = alternate_blocks(iters, |r| round(0, r), |r| round(1, r)).expect("no round fails");
+        let pos = |v: Vec<f64>| v.into_iter().map(|p| p as usize).collect();
+        (log.into_inner(), pos(fc), pos(bare))
+    }
+
+    #[test]
+    fn each_side_gets_iters_timed_rounds_in_order() {
+        for iters in 1..=130 {
+            let (log, fc, bare) = trace(iters);
+            assert_eq!((fc.len(), bare.len()), (iters, iters), "iters {iters}");
+            for (side, timed) in [(0, &fc), (1, &bare)] {
+                assert!(timed.windows(2).all(|w| w[0] < w[1]), "iters {iters}: in round order");
+                assert!(timed.iter().all(|&p| log[p].0 == side), "iters {iters}: each side's own rounds");
+                // Each side's round numbers count from 0, warm-ups included.
+                let numbers: Vec<usize> = log.iter().filter(|e| e.0 == side).map(|e| e.1).collect();
+                assert_eq!(numbers, (0..numbers.len()).collect::<Vec<_>>(), "iters {iters}");
+            }
+        }
+    }
+
+    #[test]
+    fn no_timed_round_follows_the_other_sides_round() {
+        for iters in 1..=130 {
+            let (log, fc, bare) = trace(iters);
+            for &p in fc.iter().chain(&bare) {
+                assert!(p > 0 && log[p - 1].0 == log[p].0, "iters {iters}: timed round {p} follows {:?}", log[p - 1]);
+            }
+            // Each side's first two rounds warm up.
+            for side in 0..2 {
+                let first: Vec<usize> = (0..log.len()).filter(|&p| log[p].0 == side).take(2).collect();
+                assert!(first.iter().all(|p| !fc.contains(p) && !bare.contains(p)), "iters {iters}");
+            }
+        }
+    }
+
+    #[test]
+    fn blocks_of_eight_in_abba_order() {
+        let (log, fc, _) = trace(100);
+        // The sides' runs: fc (2 warm-ups + 8), bare (2 + 8), bare again
+        // (8, no warm-up), fc (1 + 8), fc (8), ...
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        for &(side, _) in &log {
+            match runs.last_mut() {
+                Some((s, n)) if *s == side => *n += 1,
+                _ => runs.push((side, 1)),
+            }
+        }
+        assert_eq!(&runs[..4], &[(0, 10), (1, 18), (0, 17), (1, 17)]);
+        assert!(runs.windows(2).all(|w| w[0].0 != w[1].0));
+        // 100 = 12 blocks of 8 + 4: 2 warm-ups at the start, then one per switch.
+        let switches = runs.len() - 1;
+        assert_eq!(log.len(), 200 + 2 * 2 + (switches - 1));
+        assert_eq!(fc[..8], (2..10).collect::<Vec<_>>()[..]);
+        // Small counts: blocks of iters / 4.
+        let (log, _, _) = trace(20);
+        assert_eq!(log.iter().take_while(|e| e.0 == 0).count(), 2 + 5);
+    }
+
+    #[test]
+    fn drift_weighs_on_both_sides_alike() {
+        // ABBA: the timed rounds' mean positions in the run are close.
+        for iters in [20, 50, 100] {
+            let (log, fc, bare) = trace(iters);
+            let mean = |v: &[usize]| v.iter().sum::<usize>() as f64 / v.len() as f64;
+            let gap = (mean(&fc) - mean(&bare)).abs() / log.len() as f64;
+            assert!(gap < 0.05, "iters {iters}: mean positions {} vs {}", mean(&fc), mean(&bare));
+        }
+    }
+
+    #[test]
+    fn a_failing_round_stops_the_loop() {
+        let mut calls = 0;
+        let r = alternate_blocks(
+            40,
+            |round| if round == 3 { Err(fc_graph::Error::invalid("round 3")) } else { Ok(1.0) },
+            |_| {
+                calls += 1;
+                Ok(1.0)
+            },
+        );
+        assert!(r.is_err());
+        assert_eq!(calls, 0, "fc's first block (2 warm-ups + 8) fails before bare runs");
+    }
+
+    #[test]
+    fn each_change_flips_what_its_row_says() {
+        for k in [1, 2, 26, 2600] {
+            for (change, want) in [(Change::Every, k), (Change::One, 1), (Change::Nothing, 0)] {
+                assert_eq!(change.node_calls(k), want);
+                // Whatever an earlier row left behind (a mixed state).
+                let mut swap: Vec<bool> = (0..k).map(|i| i % 3 == 0).collect();
+                for _ in 0..4 {
+                    let before = swap.clone();
+                    change.apply(&mut swap);
+                    let changed: Vec<usize> = (0..k).filter(|&i| before[i] != swap[i]).collect();
+                    assert_eq!(changed.len(), want, "{change:?} K={k}");
+                    if change == Change::One {
+                        assert_eq!(changed, [k / 2]);
+                    }
+                }
+            }
+        }
+    }
 }

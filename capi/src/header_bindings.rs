@@ -27,6 +27,13 @@ pub const FC_LAUNCH_PLAIN: u32 = 2;
 pub const FC_RECORDING_AUTO: u32 = 0;
 pub const FC_RECORDING_BUILD: u32 = 1;
 pub const FC_RECORDING_CAPTURE: u32 = 2;
+pub const FC_COND_WHILE: u32 = 0;
+pub const FC_COND_REPEAT: u32 = 1;
+pub const FC_COND_IF: u32 = 2;
+pub const FC_COND_IF_ELSE: u32 = 3;
+pub const FC_COND_SWITCH: u32 = 4;
+pub const FC_COND_SUPPORT_IF_WHILE: u32 = 1;
+pub const FC_COND_SUPPORT_SWITCH: u32 = 2;
 pub const FC_CACHE_HIT: u32 = 0;
 pub const FC_CACHE_CAPTURED: u32 = 1;
 pub const FC_CACHE_WARMED_UP: u32 = 2;
@@ -345,6 +352,14 @@ unsafe extern "C" {
 unsafe extern "C" {
     pub fn fc_graph_foreign_end_ctx(ctx: *mut fc_cuda_ctx) -> ::std::os::raw::c_int;
 }
+unsafe extern "C" {
+    pub fn fc_graph_foreign_begin_on_ctx(
+        ctx: *mut fc_cuda_ctx,
+        lane: *const fc_cuda_ctx,
+        mode: ::std::os::raw::c_int,
+        stream_out: *mut *mut ::std::os::raw::c_void,
+    ) -> ::std::os::raw::c_int;
+}
 pub type fc_foreign_fn = ::std::option::Option<
     unsafe extern "C" fn(
         stream: *mut ::std::os::raw::c_void,
@@ -367,6 +382,26 @@ unsafe extern "C" {
 }
 unsafe extern "C" {
     pub fn fc_ctx_wait_lane(ctx: *mut fc_cuda_ctx, other: *const fc_cuda_ctx) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
+    pub fn fc_graph_cond_begin_ctx(
+        ctx: *mut fc_cuda_ctx,
+        kind: ::std::os::raw::c_int,
+        cond: *const fc_buffer,
+        cases: ::std::os::raw::c_uint,
+    ) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
+    pub fn fc_graph_cond_next_ctx(ctx: *mut fc_cuda_ctx) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
+    pub fn fc_graph_cond_end_ctx(ctx: *mut fc_cuda_ctx) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
+    pub fn fc_graph_cond_abort_ctx(ctx: *mut fc_cuda_ctx) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
+    pub fn fc_cond_support() -> ::std::os::raw::c_int;
 }
 unsafe extern "C" {
     pub fn fc_graph_node_count(graph: *const fc_graph) -> usize;

@@ -168,6 +168,13 @@ impl CContext {
         self.held_slot()?.as_mut().ok_or_else(Self::no_capture)?.foreign_begin(mode)
     }
 
+    /// Opens a foreign section on a lane of the context in the held
+    /// recording ([`Recording::foreign_begin_on`]) and returns the lane's
+    /// stream.
+    pub(crate) fn foreign_held_begin_on(&self, lane: &Context, mode: CaptureMode) -> Result<CUstream> {
+        self.held_slot()?.as_mut().ok_or_else(Self::no_capture)?.foreign_begin_on(lane, mode)
+    }
+
     /// Ends the held recording's foreign section.
     pub(crate) fn foreign_held_end(&self) -> Result<()> {
         self.held_slot()?.as_mut().ok_or_else(Self::no_capture)?.foreign_end()

@@ -1,16 +1,16 @@
 //! Recording mode, foreign-section and lane exports (recordings held by
 //! the context, as in `graph`).
 
-use std::os::raw::{c_int, c_void};
+use std::os::raw::{c_int, c_uint, c_void};
 
-use ::fc_graph::RecordingMode;
+use ::fc_graph::{Conditional, RecordingMode};
 use cuda_sys::CUstream;
 
 use super::context::ctx;
 use super::error::{Error, Result};
 use super::graph::{capture_mode, returned, CCallback};
 use super::handles;
-use super::header::{self, fc_cuda_ctx, fc_foreign_fn};
+use super::header::{self, fc_buffer, fc_cuda_ctx, fc_foreign_fn};
 use super::held::CContext;
 use super::{handle_or_null, status, value};
 
@@ -82,6 +82,28 @@ pub unsafe extern "C" fn fc_graph_foreign_begin_ctx(
     })
 }
 
+/// `int fc_graph_foreign_begin_on_ctx(fc_cuda_ctx *ctx, const fc_cuda_ctx *lane, int mode, void **stream_out)`
+///
+/// # Safety
+/// `stream_out` is NULL or valid for one write.
+#[no_mangle]
+pub unsafe extern "C" fn fc_graph_foreign_begin_on_ctx(
+    h: *mut fc_cuda_ctx,
+    lane: *const fc_cuda_ctx,
+    mode: c_int,
+    stream_out: *mut *mut c_void,
+) -> c_int {
+    status(|| {
+        handles::get_all!(c: CContext = h, "ctx"; l: CContext = lane, "lane");
+        let stream = c.foreign_held_begin_on(&l, capture_mode(mode)?)?;
+        // SAFETY: NULL or valid for one write, per the contract.
+        if let Some(out) = unsafe { stream_out.as_mut() } {
+            *out = stream.cast();
+        }
+        Ok(())
+    })
+}
+
 /// `int fc_graph_foreign_end_ctx(fc_cuda_ctx *ctx)`
 #[no_mangle]
 pub extern "C" fn fc_graph_foreign_end_ctx(h: *mut fc_cuda_ctx) -> c_int {
@@ -142,6 +164,77 @@ pub extern "C" fn fc_ctx_wait_lane(h: *mut fc_cuda_ctx, other: *const fc_cuda_ct
     status(|| {
         handles::get_all!(c: CContext = h, "ctx"; o: CContext = other, "other");
         Ok(c.wait_lane(&o)?)
+    })
+}
+
+/// The header's `FC_COND_*` kind with its buffer and case count as a
+/// conditional.
+fn conditional<'a>(kind: c_int, buf: &'a ::fc_graph::DeviceBuffer, cases: c_uint) -> Result<Conditional<'a>> {
+    match u32::try_from(kind) {
+        Ok(header::FC_COND_WHILE) => Ok(Conditional::While(buf)),
+        Ok(header::FC_COND_REPEAT) => Ok(Conditional::Repeat(buf)),
+        Ok(header::FC_COND_IF) => Ok(Conditional::If(buf)),
+        Ok(header::FC_COND_IF_ELSE) => Ok(Conditional::IfElse(buf)),
+        Ok(header::FC_COND_SWITCH) => Ok(Conditional::Switch(buf, cases)),
+        _ => Err(Error::invalid(format!(
+            "unknown conditional kind {kind} (FC_COND_WHILE 0, FC_COND_REPEAT 1, FC_COND_IF 2, FC_COND_IF_ELSE 3, \
+             FC_COND_SWITCH 4)"
+        ))),
+    }
+}
+
+/// `int fc_graph_cond_begin_ctx(fc_cuda_ctx *ctx, int kind, const fc_buffer *cond, unsigned cases)`
+#[no_mangle]
+pub extern "C" fn fc_graph_cond_begin_ctx(
+    h: *mut fc_cuda_ctx,
+    kind: c_int,
+    cond: *const fc_buffer,
+    cases: c_uint,
+) -> c_int {
+    status(|| {
+        handles::get_all!(c: CContext = h, "ctx"; b: ::fc_graph::DeviceBuffer = cond, "cond");
+        Ok(c.conditional_begin(conditional(kind, &b, cases)?)?)
+    })
+}
+
+/// `int fc_graph_cond_next_ctx(fc_cuda_ctx *ctx)`
+#[no_mangle]
+pub extern "C" fn fc_graph_cond_next_ctx(h: *mut fc_cuda_ctx) -> c_int {
+    status(|| Ok(ctx(h)?.conditional_next()?))
+}
+
+/// `int fc_graph_cond_end_ctx(fc_cuda_ctx *ctx)`
+#[no_mangle]
+pub extern "C" fn fc_graph_cond_end_ctx(h: *mut fc_cuda_ctx) -> c_int {
+    status(|| Ok(ctx(h)?.conditional_end()?))
+}
+
+/// `int fc_graph_cond_abort_ctx(fc_cuda_ctx *ctx)`
+#[no_mangle]
+pub extern "C" fn fc_graph_cond_abort_ctx(h: *mut fc_cuda_ctx) -> c_int {
+    status(|| {
+        if ctx(h)?.conditional_abort() {
+            Ok(())
+        } else {
+            Err(::fc_graph::Error::capture_state("no conditional is open on this context").into())
+        }
+    })
+}
+
+/// `int fc_cond_support(void)`
+#[no_mangle]
+pub extern "C" fn fc_cond_support() -> c_int {
+    value(-1, || {
+        ::fc_graph::driver()?;
+        let s = ::fc_graph::conditional::support();
+        let mut bits = 0;
+        if s.if_while {
+            bits |= header::FC_COND_SUPPORT_IF_WHILE;
+        }
+        if s.switch {
+            bits |= header::FC_COND_SUPPORT_SWITCH;
+        }
+        Ok(bits as c_int)
     })
 }
 

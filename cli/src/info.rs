@@ -33,6 +33,9 @@ pub struct DeviceInfo {
     /// here: a green or a private context (`FC_ISOLATION` allowing), and,
     /// for a private one that fell back, why the green context failed.
     pub isolation: Result<(Isolation, Option<String>), String>,
+    /// Which conditional nodes recordings can hold here (IF, WHILE, SWITCH)
+    /// and how their setter kernels loaded, or why there are none.
+    pub conditionals: Result<String, String>,
 }
 
 impl DeviceInfo {
@@ -50,6 +53,7 @@ impl DeviceInfo {
                     free: Err(e.clone()),
                     pdl: Err(e.clone()),
                     isolation: Err(e.clone()),
+                    conditionals: Err(e.clone()),
                     uuid: Err(e),
                 }
             }
@@ -61,7 +65,8 @@ impl DeviceInfo {
                     compute: d.compute_capability().map_err(err),
                     total: d.total_memory().map_err(err),
                     free: ctx.clone().and_then(|c| c.mem_info().map(|(free, _total)| free).map_err(err)),
-                    pdl: ctx.map(|c| c.pdl_enabled()),
+                    pdl: ctx.as_ref().map(|c| c.pdl_enabled()).map_err(Clone::clone),
+                    conditionals: ctx.as_ref().map_err(Clone::clone).and_then(read_conditionals),
                     isolation: read_isolation(index),
                     uuid: d.uuid().map_err(err),
                 }
@@ -78,6 +83,7 @@ impl DeviceInfo {
             self.free.as_ref().err(),
             self.pdl.as_ref().err(),
             self.isolation.as_ref().err(),
+            self.conditionals.as_ref().err(),
             self.uuid.as_ref().err(),
         ]
         .into_iter()
@@ -95,6 +101,22 @@ fn read_isolation(index: usize) -> Result<(Isolation, Option<String>), String> {
     drop(ctx);
     let why = (isolation == Isolation::Private).then(last_green_failure).flatten();
     Ok((isolation, why))
+}
+
+/// Which conditional nodes the driver has, and whether the setter kernels
+/// load on `ctx` (resolved by the driver or linked with the device runtime).
+fn read_conditionals(ctx: &Context) -> Result<String, String> {
+    use fc_graph::conditional_kernels::SetterSource;
+    let s = fc_graph::conditional::support();
+    if !s.if_while {
+        return Ok("none (a CUDA 12.3+ driver has them)".to_string());
+    }
+    let kinds = if s.switch { "IF, WHILE, SWITCH" } else { "IF, WHILE (SWITCH: CUDA 12.8+)" };
+    match ctx.conditional_setters() {
+        Ok(SetterSource::Driver) => Ok(format!("{kinds}; setters resolved by the driver")),
+        Ok(SetterSource::Linked(p)) => Ok(format!("{kinds}; setters linked with {}", p.display())),
+        Err(e) => Err(format!("{kinds} in the driver, but the setter kernels do not load: {e}")),
+    }
 }
 
 /// The text of an isolation cell.
@@ -188,7 +210,17 @@ impl Info {
             Ok(devs) => {
                 out.push(format!("Devices: {}", devs.len()));
                 let mut t = Table::new(
-                    &["#", "name", "compute capability", "memory total", "memory free", "PDL", "isolated", "UUID"],
+                    &[
+                        "#",
+                        "name",
+                        "compute capability",
+                        "memory total",
+                        "memory free",
+                        "PDL",
+                        "isolated",
+                        "conditional nodes",
+                        "UUID",
+                    ],
                     &[Align::Right, Align::Left, Align::Left, Align::Right, Align::Right],
                 );
                 for dev in devs {
@@ -200,6 +232,7 @@ impl Info {
                         cell(&dev.free, |&b| format::bytes(b)),
                         cell(&dev.pdl, |&on| if on { "yes" } else { "no" }.to_string()),
                         cell(&dev.isolation, isolation_text),
+                        cell(&dev.conditionals, Clone::clone),
                         cell(&dev.uuid, Clone::clone),
                     ]);
                 }
@@ -207,7 +240,8 @@ impl Info {
                 out.push(
                     "(memory free: measured with a context open on the device, which itself takes some; PDL: whether \
                      fc-graph's built-in kernels launch with programmatic dependent launch there; isolated: what an \
-                     isolated context is there, a green context or a private one, FC_ISOLATION allowing)"
+                     isolated context is there, a green context or a private one, FC_ISOLATION allowing; conditional \
+                     nodes: the kinds recordings can hold, and how the kernels that set their conditions loaded)"
                         .to_string(),
                 );
             }
@@ -248,6 +282,7 @@ impl Info {
                            "pdl": dev.pdl.as_ref().ok(),
                            "isolation": dev.isolation.as_ref().ok().map(|(i, _)| i.as_str()),
                            "green_failure": dev.isolation.as_ref().ok().and_then(|(_, w)| w.clone()),
+                           "conditional_nodes": dev.conditionals.as_ref().ok(),
                            "uuid": dev.uuid.as_ref().ok(), "errors": dev.errors()})
                 })
                 .collect(),
@@ -317,6 +352,7 @@ mod tests {
                     free: Ok(149_000_000_000),
                     pdl: Ok(true),
                     isolation: Ok((Isolation::Green, None)),
+                    conditionals: Ok("IF, WHILE, SWITCH; setters resolved by the driver".into()),
                     uuid: Ok("GPU-01234567-89ab-cdef-0123-456789abcdef".into()),
                 },
                 DeviceInfo {
@@ -330,6 +366,7 @@ mod tests {
                         Isolation::Private,
                         Some("cuGreenCtxCreate failed: CUDA_ERROR_NOT_SUPPORTED".into()),
                     )),
+                    conditionals: Ok("none (a CUDA 12.3+ driver has them)".into()),
                     uuid: Ok("GPU-11111111-89ab-cdef-0123-456789abcdef".into()),
                 },
             ]),

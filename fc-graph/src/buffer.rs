@@ -305,7 +305,6 @@ impl DeviceBuffer {
             return Ok(());
         }
         let ptr = self.ptr + offset as u64;
-        ctx.check_lane_can_queue()?;
         if ctx.records_by_construction() {
             let m = MemsetRaw { dst: ptr, value: u32::from(value), element_size: 1, count: len };
             if ctx.record_op(Op::Memset(m)) {

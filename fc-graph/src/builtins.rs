@@ -120,7 +120,6 @@ impl Context {
         let Some(launch) = self.binary_launch(op, a, b, out, n)? else {
             return Ok(());
         };
-        self.check_lane_can_queue()?;
         if self.records_by_construction() && self.record_op(Op::Binary(launch.words())) {
             return Ok(());
         }

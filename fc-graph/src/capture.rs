@@ -104,6 +104,12 @@ impl<L> Capture<L> {
         self.recording()?.foreign_begin(mode)
     }
 
+    /// [`Capture::foreign_begin`] on a lane of the context: see
+    /// [`Recording::foreign_begin_on`].
+    pub fn foreign_begin_on(&mut self, lane: &Context, mode: CaptureMode) -> Result<CUstream> {
+        self.recording()?.foreign_begin_on(lane, mode)
+    }
+
     /// Ends the foreign section (see [`Capture::foreign_begin`]). A
     /// THREAD_LOCAL or GLOBAL section ends only on the thread that began
     /// it; a section the driver invalidated fails the recording.
@@ -116,6 +122,21 @@ impl<L> Capture<L> {
     /// when it fails (`f`'s error is returned first).
     pub fn foreign<T>(&mut self, mode: CaptureMode, f: impl FnOnce(CUstream) -> Result<T>) -> Result<T> {
         let stream = self.foreign_begin(mode)?;
+        let out = f(stream);
+        let ended = self.foreign_end();
+        let value = out?;
+        ended.map(|()| value)
+    }
+
+    /// [`Capture::foreign`] on a lane of the context (see
+    /// [`Recording::foreign_begin_on`]): `f` gets the lane's stream.
+    pub fn foreign_on<T>(
+        &mut self,
+        lane: &Context,
+        mode: CaptureMode,
+        f: impl FnOnce(CUstream) -> Result<T>,
+    ) -> Result<T> {
+        let stream = self.foreign_begin_on(lane, mode)?;
         let out = f(stream);
         let ended = self.foreign_end();
         let value = out?;

@@ -21,6 +21,7 @@ use cuda_sys::*;
 
 use crate::builtin_kernels::Builtins;
 use crate::capture_state::{self, CaptureState, CtxKey};
+use crate::conditional_kernels::CondKernels;
 use crate::device::Device;
 use crate::driver::{bound, check, driver, shielded, CaptureShield, RawCtx};
 use crate::error::{Error, Result};
@@ -105,6 +106,8 @@ pub(crate) struct ContextInner {
     /// [`crate::topology`]).
     segment: SegmentTrace,
     builtins: OnceLock<Builtins>,
+    /// The conditional nodes' setter kernels, once a recording needed them.
+    cond_kernels: Mutex<Option<Arc<CondKernels>>>,
     device: Device,
     kind: ContextKind,
     capture_state: Mutex<CaptureState>,
@@ -289,6 +292,7 @@ impl Context {
                 raw,
                 stream,
                 builtins: OnceLock::new(),
+                cond_kernels: Mutex::new(None),
                 capture_state: Mutex::new(CaptureState::default()),
                 pool: Mutex::new(PoolAllocator::default()),
                 pdl_switch: AtomicBool::new(true),
@@ -403,6 +407,27 @@ impl Context {
         &self.inner.builtins
     }
 
+    /// The conditional nodes' setter kernels, loaded on first use (a
+    /// failure is not kept: the next call tries again).
+    pub(crate) fn cond_kernels(&self) -> Result<Arc<CondKernels>> {
+        let mut cell = lock(&self.inner.cond_kernels);
+        if let Some(k) = cell.as_ref() {
+            return Ok(Arc::clone(k));
+        }
+        let k = CondKernels::load(self.raw_ctx())?;
+        *cell = Some(Arc::clone(&k));
+        Ok(k)
+    }
+
+    /// Loads (once per context) the kernels that set conditional nodes'
+    /// conditions on the device, and says how they loaded: resolved by the
+    /// driver, or linked with the device runtime library (see
+    /// [`crate::conditional_kernels`]). Recordings load them when they first
+    /// need them; this tells ahead of time (`fcgraph info` does).
+    pub fn conditional_setters(&self) -> Result<crate::conditional_kernels::SetterSource> {
+        Ok(self.cond_kernels()?.source.clone())
+    }
+
     /// The programmatic-dependent-launch switch.
     pub(crate) fn pdl_switch_cell(&self) -> &AtomicBool {
         &self.inner.pdl_switch
@@ -442,22 +467,6 @@ impl Context {
     #[inline]
     pub(crate) fn records_by_construction(&self) -> bool {
         self.inner.sink.is_active()
-    }
-
-    /// Refuses work on a lane other than 0 while a foreign section of the
-    /// open recording captures lane 0's stream: the lane's stream is not in
-    /// that capture, so the work would run eagerly instead of being
-    /// recorded. One comparison for lane 0.
-    #[inline]
-    pub(crate) fn check_lane_can_queue(&self) -> Result<()> {
-        if self.lane != 0 && self.inner.sink.in_foreign() {
-            return Err(Error::capture_state(format!(
-                "lane {} cannot queue work while a foreign section of the recording is open (the section captures \
-                 lane 0's stream); end the section first",
-                self.lane
-            )));
-        }
-        Ok(())
     }
 
     /// Records `op` into the open recording's segment; `false` when none
@@ -678,6 +687,7 @@ impl Drop for ContextInner {
         let raw = self.raw;
         let stream = self.stream;
         let builtins = self.builtins.take();
+        let cond_kernels = lock(&self.cond_kernels).take();
         let slabs: Vec<(u64, u64)> = lock(&self.pool).slabs().collect();
         let _ = shielded(raw, |d| {
             // SAFETY: our stream; waits for queued work before tearing down.
@@ -687,6 +697,7 @@ impl Drop for ContextInner {
             drop(self.sink.close());
             self.lanes.destroy(d);
             drop(builtins);
+            drop(cond_kernels);
             for (base, _) in slabs {
                 // SAFETY: slabs were allocated with cuMemAlloc by this context
                 // and no buffer refers to them any more (buffers hold the context).

@@ -78,8 +78,12 @@ impl Context {
         if a == b {
             return Ok(());
         }
-        self.check_lane_can_queue()?;
-        other.check_lane_can_queue()?;
+        if let Some(l) = self.sink().foreign_lane().filter(|&l| l == a || l == b) {
+            return Err(Error::capture_state(format!(
+                "lane {l} cannot wait or be waited for while a foreign section captures its stream; end the \
+                 section first"
+            )));
+        }
         if self.records_by_construction() && self.record_wait(a, b) {
             return Ok(());
         }

@@ -289,7 +289,6 @@ impl Kernel {
     ) -> Result<()> {
         cfg.validate()?;
         self.check_args(args)?;
-        ctx.check_lane_can_queue()?;
         if ctx.records_by_construction() {
             let spec = self.launch_spec(ctx, cfg, args, opts)?;
             if ctx.record_op(Op::Kernel(Box::new(KernelOp { spec, _module: self._module.clone() }))) {
@@ -361,7 +360,6 @@ impl Kernel {
         self.limits.check(&self.entry.name, &cfg)?;
         ctx.check_usable(&format!("kernel {}", self.entry.name), &self.ctx)?;
         let pdl = self.uses_pdl(ctx, opts);
-        ctx.check_lane_can_queue()?;
         if ctx.records_by_construction() {
             let mut spec = LaunchSpec::empty(self.func, cfg, pdl);
             for (i, p) in self.entry.params.iter().enumerate() {

@@ -54,6 +54,74 @@ impl ModuleHandle {
         Ok(ModuleHandle { raw_ctx, module, entries })
     }
 
+    /// Links `ptx` with the static device library at `library` (an archive
+    /// such as the CUDA device runtime, `libcudadevrt.a`) with the driver's
+    /// JIT linker and loads the result in the context `raw_ctx` (kept alive
+    /// by the caller as for [`ModuleHandle::load`]). The kernels are those
+    /// `ptx` declares.
+    pub(crate) fn load_linked(raw_ctx: RawCtx, ptx: &str, library: &std::path::Path) -> Result<ModuleHandle> {
+        let entries = parse_entries(ptx).map_err(|e| Error::invalid(format!("PTX: {e}")))?;
+        let image = CString::new(ptx).map_err(|_| Error::invalid("PTX text contains a NUL byte"))?;
+        let path = CString::new(library.as_os_str().as_encoded_bytes())
+            .map_err(|_| Error::invalid("library path contains a NUL byte"))?;
+        let module = crate::driver::shielded(raw_ctx, |d| {
+            let mut log = vec![0u8; 8192];
+            let mut options = [CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
+            let mut values = [log.as_mut_ptr().cast::<c_void>(), log.len() as *mut c_void];
+            let mut state: CUlinkState = std::ptr::null_mut();
+            // SAFETY: two options with their values; the log buffer outlives
+            // the link state (destroyed below, before `log` is dropped).
+            let res = unsafe {
+                (d.cuLinkCreate)(options.len() as c_uint, options.as_mut_ptr(), values.as_mut_ptr(), &mut state)
+            };
+            check("cuLinkCreate", res)?;
+            let linked = (|| {
+                // SAFETY: a live link state; NUL-terminated PTX of the
+                // given size (with its NUL), a NUL-terminated name.
+                let res = unsafe {
+                    (d.cuLinkAddData)(
+                        state,
+                        CU_JIT_INPUT_PTX,
+                        image.as_ptr() as *mut c_void,
+                        image.as_bytes_with_nul().len(),
+                        c"fc-graph.ptx".as_ptr(),
+                        0,
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                    )
+                };
+                check("cuLinkAddData", res).map_err(|e| with_jit_log(e, &log))?;
+                // SAFETY: a live link state; a NUL-terminated path.
+                let res = unsafe {
+                    (d.cuLinkAddFile)(
+                        state,
+                        CU_JIT_INPUT_LIBRARY,
+                        path.as_ptr(),
+                        0,
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                    )
+                };
+                check("cuLinkAddFile", res).map_err(|e| with_jit_log(e, &log))?;
+                let (mut cubin, mut size): (*mut c_void, usize) = (std::ptr::null_mut(), 0);
+                // SAFETY: a live link state; valid out-pointers. The image
+                // belongs to the state and is read before it is destroyed.
+                let res = unsafe { (d.cuLinkComplete)(state, &mut cubin, &mut size) };
+                check("cuLinkComplete", res).map_err(|e| with_jit_log(e, &log))?;
+                let mut m: CUmodule = std::ptr::null_mut();
+                // SAFETY: the linked image, alive until the state is destroyed.
+                check("cuModuleLoadDataEx", unsafe {
+                    (d.cuModuleLoadDataEx)(&mut m, cubin, 0, std::ptr::null_mut(), std::ptr::null_mut())
+                })?;
+                Ok(m)
+            })();
+            // SAFETY: the state created above, destroyed once.
+            unsafe { (d.cuLinkDestroy)(state) };
+            linked
+        })?;
+        Ok(ModuleHandle { raw_ctx, module, entries })
+    }
+
     /// Looks a kernel up by name.
     pub(crate) fn function(&self, name: &str) -> Result<(CUfunction, PtxEntry)> {
         let entry = find_entry(&self.entries, name)

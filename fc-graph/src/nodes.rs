@@ -267,6 +267,68 @@ pub(crate) unsafe fn add_child_node(
     check("cuGraphAddChildGraphNode", res).map(|()| node)
 }
 
+/// A conditional handle of `graph` (default value 0, applied at every
+/// launch), for a conditional node of that graph.
+///
+/// # Safety
+/// `graph` is a live graph of the context `ctx`, current on this thread.
+pub(crate) unsafe fn create_conditional_handle(
+    d: &DriverFns,
+    graph: CUgraph,
+    ctx: CUcontext,
+) -> Result<CUgraphConditionalHandle> {
+    let Some(create) = d.cuGraphConditionalHandleCreate else {
+        return Err(Error::Unsupported { feature: "conditional nodes", needs: "a CUDA 12.3+ driver".into() });
+    };
+    let mut handle: CUgraphConditionalHandle = 0;
+    // SAFETY: the caller's promise; a valid out-pointer.
+    let res = unsafe { create(&mut handle, graph, ctx, 0, CU_GRAPH_COND_ASSIGN_DEFAULT) };
+    check("cuGraphConditionalHandleCreate", res).map(|()| handle)
+}
+
+/// Adds a conditional node of `type_` with `size` bodies after `dep`;
+/// returns it and its body graphs (owned by the node).
+///
+/// # Safety
+/// `graph` is a live graph of `ctx`, current on this thread; `dep` one of
+/// its nodes; `handle` a conditional handle of `graph`.
+pub(crate) unsafe fn add_conditional_node(
+    d: &DriverFns,
+    graph: CUgraph,
+    dep: CUgraphNode,
+    handle: CUgraphConditionalHandle,
+    type_: CUgraphConditionalNodeType,
+    size: u32,
+    ctx: CUcontext,
+) -> Result<(CUgraphNode, Vec<CUgraph>)> {
+    let mut params = CUgraphNodeParams::conditional(CUDA_CONDITIONAL_NODE_PARAMS {
+        handle,
+        type_,
+        size,
+        phGraph_out: ptr::null_mut(),
+        ctx,
+    });
+    // SAFETY: the caller's promise; `params` lives across the call.
+    let node = match unsafe { d.graph_add_node(graph, &[dep], None, &mut params) } {
+        None => {
+            return Err(Error::Unsupported {
+                feature: "conditional nodes (cuGraphAddNode)",
+                needs: "a CUDA 12.3+ driver".into(),
+            })
+        }
+        Some(Err(res)) => return Err(Failed { call: "cuGraphAddNode", res }.into_error()),
+        Some(Ok(node)) => node,
+    };
+    let out = params.conditional_params().map(|c| c.phGraph_out).unwrap_or(ptr::null_mut());
+    if out.is_null() {
+        return Err(Error::invalid("cuGraphAddNode made a conditional node without body graphs"));
+    }
+    // SAFETY: the driver's array of `size` body graphs, valid for the
+    // node's lifetime (copied out here).
+    let bodies = unsafe { std::slice::from_raw_parts(out, size as usize) }.to_vec();
+    Ok((node, bodies))
+}
+
 /// Sets kernel node `node` of `exec` to `new` unless it equals `current`
 /// (then no driver call is made): `Ok(true)` when a call was made, and
 /// `current` is then `new`.

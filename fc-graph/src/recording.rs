@@ -43,11 +43,14 @@ enum Pending<L> {
     Break(BreakFn<L>),
 }
 
-/// An open foreign section: who opened it, in which capture mode.
+/// An open foreign section: who opened it, in which capture mode, on
+/// which lane (and its stream).
 #[derive(Debug, Clone, Copy)]
 struct Foreign {
     tid: i64,
     mode: CaptureMode,
+    lane: usize,
+    stream: CUstream,
 }
 
 /// An open recording of a context (see the [module docs](self)). `L` is
@@ -181,7 +184,24 @@ impl<L> Recording<L> {
     /// the library's own work included, in order. Returns the stream. In a
     /// captured recording the stream captures already: nothing changes.
     pub fn foreign_begin(&mut self, mode: CaptureMode) -> Result<CUstream> {
+        let ctx = self.ctx.clone();
+        self.foreign_begin_on(&ctx, mode)
+    }
+
+    /// [`Recording::foreign_begin`] on a lane of the recorded context
+    /// (`lane`, from [`Context::lane`]; the context itself is lane 0): that
+    /// lane's stream captures, and what it captured becomes one child graph
+    /// node on that lane, after the lane's work recorded before. Work on
+    /// the other lanes goes on being recorded meanwhile, so a library's call
+    /// on one lane (a cuBLAS GEMM) runs beside the library's own kernels on
+    /// another. While the section is open, waits from or for its lane are
+    /// refused. In a captured recording, returns the lane's stream and
+    /// changes nothing (fork the lane into the capture first).
+    pub fn foreign_begin_on(&mut self, lane: &Context, mode: CaptureMode) -> Result<CUstream> {
         let ctx = &self.ctx;
+        if !lane.same_context(ctx) {
+            return Err(Error::invalid("foreign_begin_on: the lane belongs to another context"));
+        }
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
@@ -191,13 +211,14 @@ impl<L> Recording<L> {
             ));
         }
         if !self.built {
-            return Ok(ctx.stream());
+            return Ok(lane.stream());
         }
         if self.foreign.is_some() {
             return Err(Error::capture_state("a foreign section is already open in this recording"));
         }
-        let stream = ctx.stream();
-        ctx.sink().pause();
+        let stream = lane.stream();
+        let lane_index = lane.lane_index();
+        ctx.sink().pause(lane_index);
         let begun = bound(ctx.raw_ctx(), |d| {
             // SAFETY: our stream, not capturing; the mode is a valid value.
             check("cuStreamBeginCapture", unsafe { (d.cuStreamBeginCapture)(stream, mode.raw()) })
@@ -206,7 +227,7 @@ impl<L> Recording<L> {
             ctx.sink().resume();
             return Err(e);
         }
-        self.foreign = Some(Foreign { tid: ThreadTag::current_tid(), mode });
+        self.foreign = Some(Foreign { tid: ThreadTag::current_tid(), mode, lane: lane_index, stream });
         Ok(stream)
     }
 
@@ -233,11 +254,18 @@ impl<L> Recording<L> {
             )));
         }
         self.foreign = None;
-        let ended = end_capture(ctx.raw_ctx(), ctx.stream());
+        let ended = end_capture(ctx.raw_ctx(), f.stream);
         let result = match ended {
             Ok(Some(g)) => {
                 let owned = OwnedGraph::new(g, ctx.raw_ctx());
                 let nodes = bound(ctx.raw_ctx(), |d| node_count(d, g)).unwrap_or(usize::MAX);
+                let refused = if ctx.sink().open_bodies() > 0 { check_body_nodes(ctx, g).err() } else { None };
+                if let Some(e) = refused {
+                    // The section's work is dropped (with `owned`); the
+                    // recording goes on.
+                    ctx.sink().resume();
+                    return Err(e);
+                }
                 // A section that captured nothing adds no node (its empty
                 // graph is destroyed with `owned`).
                 if nodes > 0 {
@@ -245,7 +273,7 @@ impl<L> Recording<L> {
                     // A closed segment cannot happen here (the section
                     // belongs to the open one); the op is dropped
                     // (destroyed) if it did.
-                    let _ = ctx.sink().push_paused(op);
+                    let _ = ctx.sink().push_paused(op, f.lane);
                 }
                 Ok(())
             }
@@ -267,6 +295,11 @@ impl<L> Recording<L> {
         if self.foreign.is_some() {
             return Err(Error::capture_state(
                 "a break cannot split an open foreign section; end the foreign section first",
+            ));
+        }
+        if ctx.sink().open_bodies() > 0 {
+            return Err(Error::capture_state(
+                "a break cannot go inside a conditional node's body; end the conditional first",
             ));
         }
         self.segment_open = false;
@@ -426,6 +459,13 @@ impl<L> Recording<L> {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
+        let open_bodies = ctx.sink().open_bodies();
+        if open_bodies > 0 {
+            return Err(Error::capture_state(format!(
+                "the recording ended with {open_bodies} conditional node(s) open; end each with conditional_end \
+                 (or drop it with conditional_abort) before ending the recording"
+            )));
+        }
         self.segment_open = false;
         if self.built {
             let ops = ctx.sink().close().unwrap_or_default();
@@ -442,8 +482,8 @@ impl<L> Recording<L> {
     fn discard(&mut self) {
         let ctx = self.ctx.clone();
         let ctx = &ctx;
-        if self.foreign.take().is_some() {
-            if let Ok(Some(g)) = end_capture(ctx.raw_ctx(), ctx.stream()) {
+        if let Some(f) = self.foreign.take() {
+            if let Ok(Some(g)) = end_capture(ctx.raw_ctx(), f.stream) {
                 destroy_graph(ctx.raw_ctx(), g);
             }
         }
@@ -576,6 +616,63 @@ fn update_built<L>(
             Piece::Segment(None)
         }
     }
+}
+
+/// Refuses a foreign section's captured graph `g` as part of a conditional
+/// node's body when it holds a node the driver does not allow there (only
+/// kernels, copies, memsets, empty nodes, child graphs and conditionals).
+fn check_body_nodes(ctx: &Context, g: CUgraph) -> Result<()> {
+    bound(ctx.raw_ctx(), |d| {
+        let mut n = 0usize;
+        // SAFETY: a live graph we own; counting only.
+        check("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(g, std::ptr::null_mut(), &mut n) })?;
+        let mut nodes: Vec<CUgraphNode> = vec![std::ptr::null_mut(); n];
+        // SAFETY: room for `n` nodes.
+        check("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(g, nodes.as_mut_ptr(), &mut n) })?;
+        nodes.truncate(n);
+        for node in nodes {
+            let mut t: CUgraphNodeType = 0;
+            // SAFETY: a node of our live graph; a valid out-pointer.
+            check("cuGraphNodeGetType", unsafe { (d.cuGraphNodeGetType)(node, &mut t) })?;
+            if !allowed_in_body(t) {
+                return Err(Error::invalid(format!(
+                    "a conditional node's body cannot hold a {} node (the foreign section captured one); bodies \
+                     take kernels, copies, memsets, empty nodes, child graphs and conditionals",
+                    node_type_name(t)
+                )));
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Whether the driver allows a node of type `t` in a conditional body.
+pub(crate) fn allowed_in_body(t: CUgraphNodeType) -> bool {
+    matches!(
+        t,
+        CU_GRAPH_NODE_TYPE_KERNEL
+            | CU_GRAPH_NODE_TYPE_MEMCPY
+            | CU_GRAPH_NODE_TYPE_MEMSET
+            | CU_GRAPH_NODE_TYPE_EMPTY
+            | CU_GRAPH_NODE_TYPE_GRAPH
+            | CU_GRAPH_NODE_TYPE_CONDITIONAL
+    )
+}
+
+/// A graph node type's name, for messages.
+fn node_type_name(t: CUgraphNodeType) -> String {
+    let name = match t {
+        CU_GRAPH_NODE_TYPE_HOST => "host",
+        CU_GRAPH_NODE_TYPE_WAIT_EVENT => "event wait",
+        CU_GRAPH_NODE_TYPE_EVENT_RECORD => "event record",
+        CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL => "external semaphore signal",
+        CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT => "external semaphore wait",
+        CU_GRAPH_NODE_TYPE_MEM_ALLOC => "memory allocation",
+        CU_GRAPH_NODE_TYPE_MEM_FREE => "memory free",
+        CU_GRAPH_NODE_TYPE_BATCH_MEM_OP => "batch memory operation",
+        _ => return format!("type-{t}"),
+    };
+    name.to_string()
 }
 
 /// Starts capturing on `ctx`'s stream. (The plain binding, not

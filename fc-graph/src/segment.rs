@@ -26,9 +26,9 @@ use cuda_sys::*;
 use crate::driver::{bound, RawCtx};
 use crate::error::Result;
 use crate::nodes::{
-    add_child_node, add_edges, add_kernel_node, add_kernel_node_params, add_memset_node, destroy_graph, pdl_change,
-    programmatic_edge, set_kernel_node_params, update_kernel_node, update_memset_node, LaunchSpec, MemsetRaw,
-    WordLaunch,
+    add_child_node, add_conditional_node, add_edges, add_kernel_node, add_kernel_node_params, add_memset_node,
+    create_conditional_handle, destroy_graph, pdl_change, programmatic_edge, set_kernel_node_params,
+    update_kernel_node, update_memset_node, LaunchSpec, MemsetRaw, WordLaunch,
 };
 use crate::sync::lock;
 
@@ -71,6 +71,58 @@ pub(crate) enum Op {
     /// NCCL, the engine's own kernels), added as a child graph node: the
     /// graph (`None` once copied into a built graph) and its node count.
     Child { graph: Option<OwnedGraph>, nodes: usize },
+    /// A conditional node (IF, WHILE, SWITCH) with its bodies, and the
+    /// setter kernel before it (see [`CondOp`]).
+    Cond(Box<CondOp>),
+}
+
+/// What decides a recorded conditional node, read on the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CondKind {
+    /// Runs its body while the `u32` at `src` is non-zero (read before
+    /// every iteration, the first included).
+    While,
+    /// Runs its body `*src` times (`src` read once, when the node starts).
+    Repeat,
+    /// Runs body 0 if the `u32` at `src` is non-zero, else body 1 (when
+    /// there are two).
+    If,
+    /// Runs body `*src` (none when `*src` is not below the body count).
+    Switch,
+}
+
+/// A recorded conditional node. It becomes, after its dependencies: a
+/// setter kernel (`fc_cond_set`, or `fc_cond_load` for [`CondKind::Repeat`])
+/// that sets the node's condition from device memory, then the conditional
+/// node, whose bodies are built from `bodies`; a loop's body ends with the
+/// setter again (`fc_cond_set`, or `fc_cond_countdown`).
+pub(crate) struct CondOp {
+    pub(crate) kind: CondKind,
+    /// The device address the condition is read from.
+    pub(crate) src: u64,
+    pub(crate) bodies: Vec<Ops>,
+    /// [`CondKind::Repeat`]'s counter (4 bytes the graph owns).
+    pub(crate) counter: Option<crate::buffer::DeviceBuffer>,
+    pub(crate) kernels: Arc<crate::conditional_kernels::CondKernels>,
+}
+
+impl CondOp {
+    /// Whether `other` records the same node (its counter aside).
+    fn same_as(&self, other: &CondOp) -> bool {
+        self.kind == other.kind
+            && self.src == other.src
+            && self.bodies.len() == other.bodies.len()
+            && self.bodies.iter().zip(&other.bodies).all(|(a, b)| same_ops(a, b))
+    }
+
+    fn counter_addr(&self) -> u64 {
+        self.counter.as_ref().map_or(0, |c| c.as_raw())
+    }
+}
+
+/// Whether two segments record the same work with the same parameters.
+fn same_ops(a: &Ops, b: &Ops) -> bool {
+    a.len() == b.len() && a.deps == b.deps && a.list.iter().zip(&b.list).all(|(x, y)| same_params(x, y))
 }
 
 // SAFETY: function handles and graphs are driver handles usable from any
@@ -88,6 +140,7 @@ impl Op {
             (Op::Binary(a), Op::Binary(b)) => a.func == b.func && a.pdl == b.pdl,
             (Op::Kernel(a), Op::Kernel(b)) => a.spec.func == b.spec.func && a.spec.pdl == b.spec.pdl,
             (Op::Memset(a), Op::Memset(b)) => a.same_shape(b),
+            (Op::Cond(a), Op::Cond(b)) => a.same_as(b),
             _ => false,
         }
     }
@@ -116,11 +169,27 @@ impl Ops {
 }
 
 /// An open segment: its ops and each lane's frontier (the ops its next op
-/// depends on).
+/// depends on). While a conditional body records, `ops` and `frontier` are
+/// the body's, and the enclosing ones wait in `bodies`.
 struct Open {
     ops: Ops,
     frontier: Vec<Deps>,
+    bodies: Vec<BodyFrame>,
 }
+
+/// A conditional node whose bodies are being recorded: the enclosing ops
+/// and frontier, the lane the node goes on, the node so far (its bodies
+/// recorded before the open one) and how many bodies it may have.
+struct BodyFrame {
+    outer_ops: Ops,
+    outer_frontier: Vec<Deps>,
+    lane: usize,
+    cond: Box<CondOp>,
+    max_bodies: usize,
+}
+
+/// Deepest nesting of conditional bodies a recording takes.
+pub(crate) const MAX_BODY_DEPTH: usize = 32;
 
 impl Open {
     fn push(&mut self, op: Op, lane: usize) {
@@ -137,15 +206,29 @@ impl Open {
 /// Where a context's launches go while one of its recordings is open.
 /// `active` is a hint read without the lock by every launch (an eager
 /// launch pays one atomic load); the ops themselves are behind the mutex.
-#[derive(Default)]
 pub(crate) struct Sink {
     active: AtomicBool,
-    /// A foreign section is open: lane 0's stream captures.
-    foreign: AtomicBool,
+    /// The lane whose stream a foreign section captures ([`NO_LANE`]: none):
+    /// its launches are not taken (they go to its capturing stream).
+    foreign: AtomicUsize,
     open: Mutex<Option<Open>>,
     /// Ops the last closed segment held: the next one starts with room for
     /// as many (recordings of a model repeat).
     hint: AtomicUsize,
+}
+
+/// No lane (no foreign section is open).
+const NO_LANE: usize = usize::MAX;
+
+impl Default for Sink {
+    fn default() -> Sink {
+        Sink {
+            active: AtomicBool::new(false),
+            foreign: AtomicUsize::new(NO_LANE),
+            open: Mutex::new(None),
+            hint: AtomicUsize::new(0),
+        }
+    }
 }
 
 impl Sink {
@@ -155,56 +238,62 @@ impl Sink {
         let room = self.hint.load(Ordering::Relaxed).min(1 << 16);
         let ops = Ops { list: Vec::with_capacity(room), deps: Vec::with_capacity(room) };
         let mut open = lock(&self.open);
-        *open = Some(Open { ops, frontier: vec![Deps::new()] });
-        self.foreign.store(false, Ordering::Release);
+        *open = Some(Open { ops, frontier: vec![Deps::new()], bodies: Vec::new() });
+        self.foreign.store(NO_LANE, Ordering::Release);
         self.active.store(true, Ordering::Release);
     }
 
-    /// Stops taking launches and hands over what the segment recorded.
+    /// Stops taking launches and hands over what the segment recorded
+    /// (conditional bodies still open are dropped: see
+    /// [`Sink::open_bodies`]).
     pub(crate) fn close(&self) -> Option<Ops> {
         let mut open = lock(&self.open);
         self.active.store(false, Ordering::Release);
-        self.foreign.store(false, Ordering::Release);
-        let taken = open.take().map(|o| o.ops);
+        self.foreign.store(NO_LANE, Ordering::Release);
+        let taken = open.take().map(|mut o| match o.bodies.drain(..).next() {
+            Some(outermost) => outermost.outer_ops,
+            None => o.ops,
+        });
         if let Some(v) = &taken {
             self.hint.store(v.len(), Ordering::Relaxed);
         }
         taken
     }
 
-    /// Stops taking launches for a while (a foreign section, during which
-    /// the stream itself captures), keeping what was recorded.
-    pub(crate) fn pause(&self) {
+    /// Stops taking `lane`'s launches for a while (a foreign section,
+    /// during which that lane's stream captures them), keeping what was
+    /// recorded; the other lanes' launches are still taken.
+    pub(crate) fn pause(&self, lane: usize) {
         let _open = lock(&self.open);
-        self.active.store(false, Ordering::Release);
-        self.foreign.store(true, Ordering::Release);
+        self.foreign.store(lane, Ordering::Release);
     }
 
-    /// Takes launches again after [`Sink::pause`] (no-op when closed).
+    /// Takes every lane's launches again after [`Sink::pause`].
     pub(crate) fn resume(&self) {
-        let open = lock(&self.open);
-        self.foreign.store(false, Ordering::Release);
-        self.active.store(open.is_some(), Ordering::Release);
+        let _open = lock(&self.open);
+        self.foreign.store(NO_LANE, Ordering::Release);
     }
 
-    /// Whether a foreign section is open (launches are paused for it).
+    /// The lane a foreign section captures, if one is open.
     #[inline]
-    pub(crate) fn in_foreign(&self) -> bool {
-        self.foreign.load(Ordering::Acquire)
+    pub(crate) fn foreign_lane(&self) -> Option<usize> {
+        Some(self.foreign.load(Ordering::Acquire)).filter(|&l| l != NO_LANE)
     }
 
-    /// Whether launches are taken now (a hint; [`Sink::push`] decides).
+    /// Whether a segment takes launches now (a hint; [`Sink::push`]
+    /// decides, per lane).
     #[inline]
     pub(crate) fn is_active(&self) -> bool {
         self.active.load(Ordering::Acquire)
     }
 
     /// Records `op` on `lane` if launches are taken now: `false` when not
-    /// (the caller enqueues the work eagerly; `op` is dropped).
+    /// (no segment is open, or a foreign section captures the lane's
+    /// stream: the caller enqueues the work on it; `op` is dropped).
     pub(crate) fn push(&self, op: Op, lane: usize) -> bool {
         let mut open = lock(&self.open);
         match open.as_mut() {
-            Some(o) if self.active.load(Ordering::Acquire) => {
+            Some(o) if self.active.load(Ordering::Acquire) && self.foreign.load(Ordering::Acquire) != lane => {
                 o.push(op, lane);
                 true
             }
@@ -212,16 +301,92 @@ impl Sink {
         }
     }
 
-    /// Records `op` on lane 0 even while paused (the end of a foreign
+    /// Records `op` on `lane` even while paused (the end of a foreign
     /// section); `false` (and `op` dropped) when the segment is closed.
-    pub(crate) fn push_paused(&self, op: Op) -> bool {
+    pub(crate) fn push_paused(&self, op: Op, lane: usize) -> bool {
         match lock(&self.open).as_mut() {
             Some(o) => {
-                o.push(op, 0);
+                o.push(op, lane);
                 true
             }
             None => false,
         }
+    }
+
+    /// How many conditional bodies are open (nested), 0 when the segment
+    /// is closed.
+    pub(crate) fn open_bodies(&self) -> usize {
+        lock(&self.open).as_ref().map_or(0, |o| o.bodies.len())
+    }
+
+    /// Starts recording the first body of `cond`, a conditional node that
+    /// goes on `lane` when it ends and has at most `max_bodies` bodies: the
+    /// launches taken from now on are the body's (every lane starts at the
+    /// body's beginning). `Err` (and `cond` dropped) when launches are not
+    /// taken now or the nesting is too deep.
+    pub(crate) fn begin_body(&self, cond: Box<CondOp>, lane: usize, max_bodies: usize) -> Result<()> {
+        let mut open = lock(&self.open);
+        let Some(o) = open.as_mut().filter(|_| self.active.load(Ordering::Acquire)) else {
+            return Err(crate::error::Error::capture_state(
+                "a conditional node needs an open recording that builds its graph (not one that captures the \
+                 stream)",
+            ));
+        };
+        if self.foreign.load(Ordering::Acquire) == lane {
+            return Err(crate::error::Error::capture_state(
+                "a conditional node cannot begin on a lane whose foreign section is open; end the section first",
+            ));
+        }
+        if o.bodies.len() >= MAX_BODY_DEPTH {
+            return Err(crate::error::Error::invalid(format!(
+                "conditional nodes nest at most {MAX_BODY_DEPTH} deep in a recording"
+            )));
+        }
+        let outer_ops = std::mem::take(&mut o.ops);
+        let outer_frontier = std::mem::replace(&mut o.frontier, vec![Deps::new()]);
+        o.bodies.push(BodyFrame { outer_ops, outer_frontier, lane, cond, max_bodies });
+        Ok(())
+    }
+
+    /// Ends the open body and starts the next one of the same node (an
+    /// IF's else, a SWITCH's next case). `Err` when no body is open or the
+    /// node has no more.
+    pub(crate) fn next_body(&self) -> Result<()> {
+        let mut open = lock(&self.open);
+        let Some(o) = open.as_mut() else { return Err(no_body()) };
+        let Some(frame) = o.bodies.last_mut() else { return Err(no_body()) };
+        if frame.cond.bodies.len() + 1 >= frame.max_bodies {
+            return Err(crate::error::Error::capture_state(format!(
+                "this conditional node has {} bodies; all are recorded",
+                frame.max_bodies
+            )));
+        }
+        frame.cond.bodies.push(std::mem::take(&mut o.ops));
+        o.frontier = vec![Deps::new()];
+        Ok(())
+    }
+
+    /// Ends the open body and its conditional node, which is recorded on
+    /// its lane after that lane's last op. Bodies never opened stay empty.
+    pub(crate) fn end_body(&self) -> Result<()> {
+        let mut open = lock(&self.open);
+        let Some(o) = open.as_mut() else { return Err(no_body()) };
+        let Some(mut frame) = o.bodies.pop() else { return Err(no_body()) };
+        frame.cond.bodies.push(std::mem::replace(&mut o.ops, frame.outer_ops));
+        o.frontier = frame.outer_frontier;
+        o.push(Op::Cond(frame.cond), frame.lane);
+        Ok(())
+    }
+
+    /// Drops the innermost open body and its node, recording nothing of
+    /// either; `false` when none is open.
+    pub(crate) fn abort_body(&self) -> bool {
+        let mut open = lock(&self.open);
+        let Some(o) = open.as_mut() else { return false };
+        let Some(frame) = o.bodies.pop() else { return false };
+        o.ops = frame.outer_ops;
+        o.frontier = frame.outer_frontier;
+        true
     }
 
     /// Lane `a`'s next op also depends on lane `b`'s last ops (a wait, a
@@ -247,6 +412,10 @@ impl Sink {
     }
 }
 
+fn no_body() -> crate::error::Error {
+    crate::error::Error::capture_state("no conditional body is open on this context")
+}
+
 /// A graph built from ops, and the node each op became.
 pub(crate) struct Built {
     pub(crate) graph: CUgraph,
@@ -267,63 +436,9 @@ pub(crate) fn materialize(ctx: RawCtx, ops: &mut Ops) -> Result<Built> {
         let mut graph: CUgraph = std::ptr::null_mut();
         // SAFETY: valid out-pointer; flags must be 0.
         crate::driver::check("cuGraphCreate", unsafe { (d.cuGraphCreate)(&mut graph, 0) })?;
-        let n = ops.len();
-        let mut nodes: Vec<CUgraphNode> = Vec::with_capacity(n);
-        let edges = if programmatic { n } else { 0 };
-        let (mut from, mut to, mut data) =
-            (Vec::with_capacity(edges), Vec::with_capacity(edges), Vec::with_capacity(edges));
-        let mut dep_nodes: Vec<CUgraphNode> = Vec::with_capacity(4);
-        let mut kernel_flags: Vec<bool> = Vec::with_capacity(n);
-        let built = (|| {
-            for (op, deps) in ops.list.iter_mut().zip(&ops.deps) {
-                dep_nodes.clear();
-                for &i in deps {
-                    let node = nodes.get(i as usize).copied();
-                    dep_nodes.push(node.ok_or_else(|| crate::error::Error::invalid("an op depends on a later op"))?);
-                }
-                let pdl = match op {
-                    Op::Binary(l) => l.pdl,
-                    Op::Kernel(k) => k.spec.pdl,
-                    _ => false,
-                };
-                let single_kernel_dep = deps.len() == 1 && ops_is_kernel_at(&kernel_flags, deps[0] as usize);
-                let edge = programmatic_edge(pdl, single_kernel_dep, programmatic);
-                let full: &[CUgraphNode] = if edge.is_some() { &[] } else { &dep_nodes };
-                let node = match op {
-                    Op::Binary(l) => l.with_params(|p| {
-                        // SAFETY: our live graph, bound here; `full` its
-                        // nodes; the launch was checked when recorded.
-                        unsafe { add_kernel_node_params(d, graph, full, p) }
-                    })?,
-                    // SAFETY: as above.
-                    Op::Kernel(k) => unsafe { add_kernel_node(d, graph, full, &k.spec) }?,
-                    // SAFETY: our live graph and its nodes; the range lies
-                    // inside memory of this context (checked when recorded).
-                    Op::Memset(m) => unsafe { add_memset_node(d, graph, full, m, raw_ctx) }?,
-                    Op::Child { graph: child, .. } => {
-                        let Some(c) = child.as_ref() else {
-                            return Err(crate::error::Error::invalid("a recorded foreign section was built already"));
-                        };
-                        // SAFETY: two live graphs of this context; the
-                        // child is copied.
-                        let node = unsafe { add_child_node(d, graph, full, c.graph) }?;
-                        *child = None;
-                        node
-                    }
-                };
-                if let Some(e) = edge {
-                    from.push(dep_nodes[0]);
-                    to.push(node);
-                    data.push(e);
-                }
-                nodes.push(node);
-                kernel_flags.push(op.is_kernel());
-            }
-            // SAFETY: our live graph and its nodes.
-            unsafe { add_edges(d, graph, &from, &to, &data) }
-        })();
-        match built {
-            Ok(()) => Ok(Built { graph, nodes }),
+        // SAFETY: our live graph, bound here.
+        match unsafe { add_ops(d, graph, ops, raw_ctx, programmatic) } {
+            Ok(nodes) => Ok(Built { graph, nodes }),
             Err(e) => {
                 // SAFETY: the graph made above, destroyed once.
                 unsafe { (d.cuGraphDestroy)(graph) };
@@ -331,6 +446,152 @@ pub(crate) fn materialize(ctx: RawCtx, ops: &mut Ops) -> Result<Built> {
             }
         }
     })
+}
+
+/// Adds `ops` to `graph` (see [`materialize`]); the node of each op.
+///
+/// # Safety
+/// `graph` is a live graph of the context `raw_ctx`, current on this
+/// thread (a recording's graph or a conditional node's body).
+unsafe fn add_ops(
+    d: &DriverFns,
+    graph: CUgraph,
+    ops: &mut Ops,
+    raw_ctx: CUcontext,
+    programmatic: bool,
+) -> Result<Vec<CUgraphNode>> {
+    let n = ops.len();
+    let mut nodes: Vec<CUgraphNode> = Vec::with_capacity(n);
+    let edges = if programmatic { n } else { 0 };
+    let (mut from, mut to, mut data) =
+        (Vec::with_capacity(edges), Vec::with_capacity(edges), Vec::with_capacity(edges));
+    let mut dep_nodes: Vec<CUgraphNode> = Vec::with_capacity(4);
+    let mut kernel_flags: Vec<bool> = Vec::with_capacity(n);
+    for (op, deps) in ops.list.iter_mut().zip(&ops.deps) {
+        dep_nodes.clear();
+        for &i in deps {
+            let node = nodes.get(i as usize).copied();
+            dep_nodes.push(node.ok_or_else(|| crate::error::Error::invalid("an op depends on a later op"))?);
+        }
+        let pdl = match op {
+            Op::Binary(l) => l.pdl,
+            Op::Kernel(k) => k.spec.pdl,
+            _ => false,
+        };
+        let single_kernel_dep = deps.len() == 1 && ops_is_kernel_at(&kernel_flags, deps[0] as usize);
+        let edge = programmatic_edge(pdl, single_kernel_dep, programmatic);
+        let full: &[CUgraphNode] = if edge.is_some() { &[] } else { &dep_nodes };
+        let node = match op {
+            Op::Binary(l) => l.with_params(|p| {
+                // SAFETY: the caller's live graph, bound; `full` its nodes;
+                // the launch was checked when recorded.
+                unsafe { add_kernel_node_params(d, graph, full, p) }
+            })?,
+            // SAFETY: as above.
+            Op::Kernel(k) => unsafe { add_kernel_node(d, graph, full, &k.spec) }?,
+            // SAFETY: the caller's live graph and its nodes; the range lies
+            // inside memory of this context (checked when recorded).
+            Op::Memset(m) => unsafe { add_memset_node(d, graph, full, m, raw_ctx) }?,
+            Op::Child { graph: child, .. } => {
+                let Some(c) = child.as_ref() else {
+                    return Err(crate::error::Error::invalid("a recorded foreign section was built already"));
+                };
+                // SAFETY: two live graphs of this context; the child is
+                // copied.
+                let node = unsafe { add_child_node(d, graph, full, c.graph) }?;
+                *child = None;
+                node
+            }
+            // SAFETY: the caller's live graph and its nodes.
+            Op::Cond(c) => unsafe { add_conditional(d, graph, full, c, raw_ctx, programmatic) }?,
+        };
+        if let Some(e) = edge {
+            from.push(dep_nodes[0]);
+            to.push(node);
+            data.push(e);
+        }
+        nodes.push(node);
+        kernel_flags.push(op.is_kernel());
+    }
+    // SAFETY: the caller's live graph and its nodes.
+    unsafe { add_edges(d, graph, &from, &to, &data) }?;
+    Ok(nodes)
+}
+
+/// Adds a recorded conditional node after `deps`: the setter kernel, then
+/// the node (on the setter), then each body into the graphs the driver made
+/// for it, a loop's body ending with its setter. Returns the conditional
+/// node.
+///
+/// # Safety
+/// As [`add_ops`]; `deps` are nodes of `graph`.
+unsafe fn add_conditional(
+    d: &DriverFns,
+    graph: CUgraph,
+    deps: &[CUgraphNode],
+    c: &mut CondOp,
+    raw_ctx: CUcontext,
+    programmatic: bool,
+) -> Result<CUgraphNode> {
+    // SAFETY: the caller's promise.
+    let handle = unsafe { create_conditional_handle(d, graph, raw_ctx) }?;
+    let k = Arc::clone(&c.kernels);
+    let counter = c.counter_addr();
+    let setter = match c.kind {
+        CondKind::Repeat => SetterLaunch::new(k.load, &[handle, counter, c.src]),
+        _ => SetterLaunch::new(k.set, &[handle, c.src]),
+    };
+    // SAFETY: the caller's live graph and nodes; a setter of this context
+    // with (u64 handle, u64 pointer...) arguments as its PTX declares.
+    let pre = setter.spec.with_params(|p| unsafe { add_kernel_node_params(d, graph, deps, p) })?;
+    let (type_, size) = match c.kind {
+        CondKind::While | CondKind::Repeat => (CU_GRAPH_COND_TYPE_WHILE, 1),
+        CondKind::If => (CU_GRAPH_COND_TYPE_IF, c.bodies.len().clamp(1, 2) as u32),
+        CondKind::Switch => (CU_GRAPH_COND_TYPE_SWITCH, c.bodies.len().max(1) as u32),
+    };
+    // SAFETY: the caller's promise; the parameters name this context and
+    // a handle of this graph.
+    let (node, bodies) = unsafe { add_conditional_node(d, graph, pre, handle, type_, size, raw_ctx) }?;
+    let repeat_setter = match c.kind {
+        CondKind::Repeat => Some(SetterLaunch::new(k.countdown, &[handle, counter])),
+        CondKind::While => Some(SetterLaunch::new(k.set, &[handle, c.src])),
+        _ => None,
+    };
+    for (body_ops, &body) in c.bodies.iter_mut().zip(&bodies) {
+        // SAFETY: a body graph the driver made for the node, of this context.
+        let body_nodes = unsafe { add_ops(d, body, body_ops, raw_ctx, programmatic) }?;
+        if let Some(s) = &repeat_setter {
+            let leaves = leaves(body_ops, &body_nodes);
+            // SAFETY: the body graph and its nodes; a setter as above.
+            s.spec.with_params(|p| unsafe { add_kernel_node_params(d, body, &leaves, p) })?;
+        }
+    }
+    Ok(node)
+}
+
+/// The nodes of `ops` no other op depends on (where a body ends).
+fn leaves(ops: &Ops, nodes: &[CUgraphNode]) -> Vec<CUgraphNode> {
+    let mut used = vec![false; ops.len()];
+    for deps in &ops.deps {
+        for &i in deps {
+            if let Some(u) = used.get_mut(i as usize) {
+                *u = true;
+            }
+        }
+    }
+    nodes.iter().zip(used).filter(|(_, u)| !u).map(|(&n, _)| n).collect()
+}
+
+/// A setter kernel's launch: one thread, its arguments as words.
+struct SetterLaunch {
+    spec: LaunchSpec,
+}
+
+impl SetterLaunch {
+    fn new(func: CUfunction, words: &[u64]) -> SetterLaunch {
+        let cfg = crate::launch_config::LaunchConfig { grid: (1, 1, 1), block: (1, 1, 1), shared_mem_bytes: 0 };
+        SetterLaunch { spec: LaunchSpec::of_words(func, cfg, words, false) }
+    }
 }
 
 /// Whether op `i` (already added) is a kernel.
@@ -398,7 +659,8 @@ impl BuiltNodes {
         let mut calls = 0usize;
         let changed = self.ops.list.iter().zip(&new.list).any(|(a, b)| !same_params(a, b));
         if !changed {
-            self.ops = new;
+            // The old ops stay: equal, and a conditional's counter is the
+            // one the executable reads.
             return Ok(0);
         }
         let (nodes, ops) = (&self.nodes, &mut self.ops.list);
@@ -428,6 +690,9 @@ impl BuiltNodes {
                         unsafe { update_memset_node(d, exec, node, b, raw_ctx) }?;
                         calls += 1;
                     }
+                    // Equal (`accepts`): the old one, whose counter the
+                    // executable reads, stays.
+                    (Op::Cond(_), Op::Cond(_)) => continue,
                     _ => {}
                 }
                 *old = new;
@@ -450,6 +715,7 @@ fn same_params(a: &Op, b: &Op) -> bool {
         (Op::Binary(x), Op::Binary(y)) => x == y,
         (Op::Kernel(x), Op::Kernel(y)) => x.spec == y.spec,
         (Op::Memset(x), Op::Memset(y)) => x == y,
+        (Op::Cond(x), Op::Cond(y)) => x.same_as(y),
         _ => false,
     }
 }
@@ -484,15 +750,23 @@ mod tests {
         sink.open();
         assert!(sink.is_active());
         assert!(sink.push(memset(0x10, 4), 0));
-        sink.pause();
-        assert!(!sink.is_active() && sink.in_foreign());
-        assert!(!sink.push(memset(0x20, 4), 0), "paused: eager");
-        assert!(sink.push_paused(memset(0x30, 4)), "a foreign section's end still records");
+        sink.pause(0);
+        assert_eq!(sink.foreign_lane(), Some(0));
+        assert!(!sink.push(memset(0x20, 4), 0), "lane 0 paused: its stream captures it");
+        assert!(sink.push(memset(0x21, 4), 1), "another lane still records");
+        assert!(sink.push_paused(memset(0x30, 4), 0), "a foreign section's end still records");
         sink.resume();
-        assert!(!sink.in_foreign());
+        assert_eq!(sink.foreign_lane(), None);
         assert!(sink.push(memset(0x40, 4), 0));
+        sink.pause(1);
+        assert!(sink.push(memset(0x41, 4), 0) && !sink.push(memset(0x42, 4), 1), "a section on lane 1");
+        assert!(sink.begin_body(super::tests::cond(CondKind::If, 1), 1, 1).is_err(), "no conditional on it");
+        sink.resume();
         let ops = sink.close().expect("open");
-        assert_eq!(ops.deps.iter().map(|d| d.to_vec()).collect::<Vec<_>>(), vec![vec![], vec![0], vec![1]]);
+        assert_eq!(
+            ops.deps.iter().map(|d| d.to_vec()).collect::<Vec<_>>(),
+            vec![vec![], vec![], vec![0], vec![2], vec![3]]
+        );
         let dsts: Vec<u64> = ops
             .list
             .iter()
@@ -501,11 +775,11 @@ mod tests {
                 _ => 0,
             })
             .collect();
-        assert_eq!(dsts, [0x10, 0x30, 0x40]);
+        assert_eq!(dsts, [0x10, 0x21, 0x30, 0x40, 0x41]);
         assert!(!sink.is_active());
         sink.resume();
         assert!(!sink.is_active(), "resume after close does not reopen");
-        assert!(!sink.push_paused(memset(0x50, 4)));
+        assert!(!sink.push_paused(memset(0x50, 4), 0));
         assert!(sink.close().is_none());
     }
 
@@ -529,6 +803,90 @@ mod tests {
         sink.open();
         assert!(sink.push(memset(0x40, 4), 1));
         assert_eq!(sink.close().expect("open").deps[0].len(), 0, "after a segment ends, lanes start anew");
+    }
+
+    fn cond(kind: CondKind, src: u64) -> Box<CondOp> {
+        Box::new(CondOp {
+            kind,
+            src,
+            bodies: Vec::new(),
+            counter: None,
+            kernels: crate::conditional_kernels::fake_kernels(),
+        })
+    }
+
+    fn dsts(ops: &Ops) -> Vec<u64> {
+        ops.list
+            .iter()
+            .map(|o| match o {
+                Op::Memset(m) => m.dst,
+                Op::Cond(c) => 0xC000 + c.src,
+                _ => u64::MAX,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn conditional_bodies_record_apart_and_become_one_op() {
+        let sink = Sink::default();
+        assert!(sink.begin_body(cond(CondKind::While, 1), 0, 1).is_err(), "closed: refused");
+        sink.open();
+        assert!(sink.push(memset(0x10, 4), 0)); // 0
+        sink.begin_body(cond(CondKind::If, 7), 0, 2).expect("begun");
+        assert_eq!(sink.open_bodies(), 1);
+        assert!(sink.push(memset(0x20, 4), 0));
+        assert!(sink.wait(1, 0));
+        assert!(sink.push(memset(0x21, 4), 1));
+        sink.next_body().expect("the else body");
+        assert!(sink.next_body().is_err(), "an IF has two bodies at most");
+        assert!(sink.push(memset(0x30, 4), 0));
+        sink.begin_body(cond(CondKind::Repeat, 9), 0, 1).expect("nested");
+        assert!(sink.push(memset(0x40, 4), 0));
+        assert!(sink.abort_body(), "the nested one dropped");
+        sink.end_body().expect("ended");
+        assert!(sink.end_body().is_err(), "none open");
+        assert!(sink.push(memset(0x50, 4), 0)); // 2
+        assert_eq!(sink.open_bodies(), 0);
+        let ops = sink.close().expect("open");
+        assert_eq!(dsts(&ops), [0x10, 0xC007, 0x50]);
+        let deps: Vec<Vec<u32>> = ops.deps.iter().map(|d| d.to_vec()).collect();
+        assert_eq!(deps, vec![vec![], vec![0], vec![1]], "the node follows its lane; work after it follows it");
+        let Op::Cond(c) = &ops.list[1] else { panic!("a conditional") };
+        assert_eq!(c.bodies.len(), 2);
+        assert_eq!(dsts(&c.bodies[0]), [0x20, 0x21]);
+        assert_eq!(c.bodies[0].deps.iter().map(|d| d.to_vec()).collect::<Vec<_>>(), vec![vec![], vec![0]]);
+        assert_eq!(dsts(&c.bodies[1]), [0x30], "the aborted nested loop left nothing");
+    }
+
+    #[test]
+    fn closing_with_bodies_open_keeps_the_outer_ops_and_depth_is_bounded() {
+        let sink = Sink::default();
+        sink.open();
+        assert!(sink.push(memset(0x10, 4), 0));
+        for i in 0..MAX_BODY_DEPTH {
+            sink.begin_body(cond(CondKind::While, i as u64), 0, 1).expect("nested");
+        }
+        assert!(sink.begin_body(cond(CondKind::While, 99), 0, 1).is_err(), "too deep");
+        assert!(sink.push(memset(0x20, 4), 0));
+        let ops = sink.close().expect("open");
+        assert_eq!(dsts(&ops), [0x10], "open bodies are dropped with the segment");
+        assert_eq!(sink.open_bodies(), 0);
+    }
+
+    #[test]
+    fn equal_conditionals_update_in_place_and_others_do_not() {
+        let body = |a: u64| {
+            let mut c = cond(CondKind::Repeat, 5);
+            c.bodies.push(chain(vec![memset(a, 4), kernel(1, a, false)]));
+            Op::Cond(c)
+        };
+        let old = BuiltNodes::new(vec![std::ptr::null_mut(); 2], chain(vec![kernel(1, 0, true), body(8)]));
+        assert!(old.accepts(&chain(vec![kernel(1, 3, true), body(8)])), "same conditional");
+        assert!(!old.accepts(&chain(vec![kernel(1, 0, true), body(9)])), "its body changed");
+        assert!(!old.may_update_whole(&chain(vec![kernel(1, 0, true), body(9)])), "re-instantiated instead");
+        let mut other = cond(CondKind::While, 5);
+        other.bodies.push(chain(vec![memset(8, 4), kernel(1, 8, false)]));
+        assert!(!old.accepts(&chain(vec![kernel(1, 0, true), Op::Cond(other)])), "another kind");
     }
 
     #[test]
@@ -610,5 +968,70 @@ mod tests {
             chain(vec![kernel(1, 0, true), memset(8, 16), kernel(2, 0, false)]),
         );
         assert!(!old2.accepts(&lanes) && !old2.may_update_whole(&lanes), "other dependencies (lanes)");
+    }
+}
+
+/// Conditional nodes built against cuda-sys's driver double: the setter,
+/// the node and its body through the ABIs each driver has, refused before
+/// 12.3. CPU only; runs in CI.
+#[cfg(all(test, target_os = "linux"))]
+mod double_tests {
+    use super::*;
+    use crate::conditional_kernels::fake_kernels;
+    use crate::launch_config::LaunchConfig;
+    use crate::test_double::{double, load as load_double};
+
+    fn kernel(a: u64) -> Op {
+        let cfg = LaunchConfig { grid: (16, 1, 1), block: (256, 1, 1), shared_mem_bytes: 0 };
+        Op::Binary(WordLaunch { func: 0xF10usize as CUfunction, cfg, words: [a, 0xB0, 0xC0, 4096], pdl: false })
+    }
+
+    fn check(driver_version: i32) {
+        let (driver, probe, dir) = load_double("cond-double", driver_version);
+        let mut body = Ops::default();
+        body.list.push(kernel(0xB1));
+        body.deps.push(Deps::new());
+        let cond = CondOp { kind: CondKind::Repeat, src: 0x5EC, bodies: vec![body], counter: None, kernels: fake_kernels() };
+        let mut ops = Ops::default();
+        ops.list.push(kernel(0xA0));
+        ops.deps.push(Deps::new());
+        ops.list.push(Op::Cond(Box::new(cond)));
+        ops.deps.push(smallvec::smallvec![0]);
+        let graph = 0xA3usize as CUgraph;
+        // SAFETY: the double only reads the parameters and hands out fake handles.
+        let added = unsafe { add_ops(&driver, graph, &mut ops, std::ptr::null_mut(), false) };
+        if driver_version < 12030 {
+            let e = added.expect_err("no conditional nodes before 12.3");
+            assert!(e.to_string().contains("12.3"), "{e}");
+        } else {
+            let nodes = added.expect("built");
+            assert_eq!(nodes.len(), 2, "one node per op: the kernel and the conditional");
+            // The last call: the body's countdown setter, after the body's
+            // kernel, with the node's handle as its first argument.
+            assert_eq!(probe.last_called().map(|(n, _)| n), Some("cuGraphAddKernelNode".to_string()));
+            let a = probe.last_args();
+            assert_eq!(&a[1..7], &[1, 0x53, 1, 1, 0, double::CONDITION_BASE], "driver {driver_version}");
+        }
+        assert_eq!(probe.over_requests(), 0);
+        drop((driver, probe));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "FFI: builds and loads a C library")]
+    fn conditionals_on_driver_12000_are_refused() {
+        check(12000);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "FFI: builds and loads a C library")]
+    fn conditionals_on_driver_12030() {
+        check(12030);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "FFI: builds and loads a C library")]
+    fn conditionals_on_driver_13000() {
+        check(13000);
     }
 }

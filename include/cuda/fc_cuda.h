@@ -633,6 +633,19 @@ int fc_graph_builds_ctx(const fc_cuda_ctx *ctx);
  * freed. */
 int fc_graph_foreign_begin_ctx(fc_cuda_ctx *ctx, int mode, void **stream_out);
 int fc_graph_foreign_end_ctx(fc_cuda_ctx *ctx);
+/* fc_graph_foreign_begin_ctx on a lane: `lane` is a handle of a lane of
+ * ctx (fc_ctx_lane; lane 0 is ctx itself), and that lane's stream captures.
+ * What it captured becomes one node on that lane, after the lane's earlier
+ * work, when fc_graph_foreign_end_ctx(ctx) ends the section. The other
+ * lanes go on recording meanwhile, so a library's work on one lane (a cuBLAS
+ * GEMM) overlaps the library's own kernels on another; waits from or for
+ * the section's lane are refused (FC_ERR_CAPTURE_STATE) until it ends.
+ * *stream_out receives the lane's stream. In a recording that captures the
+ * stream, returns the lane's stream and changes nothing (wait the lane for
+ * lane 0 first, so that the capture takes its work). Ownership, threads and
+ * errors as fc_graph_foreign_begin_ctx; `lane` stays the caller's and may be
+ * ctx itself; a lane of another context FC_ERR_INVALID_ARGUMENT. */
+int fc_graph_foreign_begin_on_ctx(fc_cuda_ctx *ctx, const fc_cuda_ctx *lane, int mode, void **stream_out);
 
 /* A foreign function: queues work on `stream` (ctx's stream, a CUstream,
  * inside a foreign section) and returns 0 on success. `user` is the pointer
@@ -676,9 +689,10 @@ int fc_graph_record_foreign_ctx(fc_cuda_ctx *ctx, int mode, fc_foreign_fn fn, vo
  *   - A recording begins, breaks and ends on lane 0 (on a lane handle those
  *     are refused with FC_ERR_CAPTURE_STATE). A break ends the segment, so
  *     every lane has finished when the break runs; lanes start again from
- *     the break. Foreign sections capture lane 0's stream: while one is
- *     open, work and waits on other lanes are refused with
- *     FC_ERR_CAPTURE_STATE (they would run eagerly, outside the recording).
+ *     the break. A foreign section captures one lane's stream (lane 0's, or
+ *     the one fc_graph_foreign_begin_on_ctx names): the other lanes go on
+ *     recording meanwhile; waits from or for its lane are refused with
+ *     FC_ERR_CAPTURE_STATE until it ends.
  * Ownership: the lane handle is the caller's, freed with fc_cuda_ctx_free
  * (NULL-tolerant); it keeps the context alive, and the context's lane
  * streams live until the context itself is torn down. fc_sync_ctx on a lane
@@ -692,6 +706,73 @@ int fc_graph_record_foreign_ctx(fc_cuda_ctx *ctx, int mode, fc_foreign_fn fn, vo
 fc_cuda_ctx *fc_ctx_lane(fc_cuda_ctx *ctx, int lane);
 int fc_ctx_lane_index(const fc_cuda_ctx *ctx);
 int fc_ctx_wait_lane(fc_cuda_ctx *ctx, const fc_cuda_ctx *other);
+
+/* ---- conditional nodes -----------------------------------------------------
+ * Branches and loops decided on the GPU inside a recording (CUDA 12.3+
+ * drivers; SWITCH 12.8+). Between fc_graph_cond_begin_ctx and
+ * fc_graph_cond_end_ctx, the work queued on the context (fc_add_ctx,
+ * fc_mul_ctx, fc_kernel_launch_ctx, fc_buffer_fill_ctx, foreign sections,
+ * lane waits, nested conditionals, from any thread) goes into the node's
+ * body instead of the recording. The condition is the uint32_t at the start
+ * of `cond`, read on the device by a built-in setter kernel that runs just
+ * before the node, after everything the recording did before on its lane;
+ * so a kernel of the recording may compute it and the host never reads it.
+ *   FC_COND_WHILE    the body runs while *cond != 0, tested before every
+ *                    iteration (the first too); the body must change it.
+ *   FC_COND_REPEAT   the body runs *cond times (read once per replay; the
+ *                    graph counts with 4 bytes of its own).
+ *   FC_COND_IF       the body runs if *cond != 0.
+ *   FC_COND_IF_ELSE  body 0 if *cond != 0, else body 1 (begin it with
+ *                    fc_graph_cond_next_ctx).
+ *   FC_COND_SWITCH   body *cond of `cases` (1..65536); none when
+ *                    *cond >= cases; fc_graph_cond_next_ctx moves to the
+ *                    next case; cases never recorded are empty.
+ * `cases` is read for FC_COND_SWITCH only. The node goes on the lane of the
+ * handle that began it. Bodies take kernels, fills, foreign sections whose
+ * captured nodes are kernels, copies, memsets or child graphs (others are
+ * refused when the section ends: FC_ERR_INVALID_ARGUMENT, the section's work
+ * dropped), lanes and nested conditionals (32 deep). A break inside a body
+ * is refused (FC_ERR_CAPTURE_STATE); ending the recording with a body open
+ * fails the end (FC_ERR_CAPTURE_STATE).
+ * Updates: re-recording the same conditional (kind, buffer, bodies) into a
+ * graph with fc_graph_end_update_ctx changes nothing; other changes
+ * re-instantiate that segment.
+ * The setter kernels load into the context the first time (the driver
+ * resolves cudaGraphSetConditional itself; where it does not, they are
+ * linked at run time with the CUDA device runtime, libcudadevrt.a, found
+ * through FC_CUDADEVRT, CUDA_HOME, CUDA_PATH, /usr/local/cuda or NVIDIA's
+ * Python wheels; else FC_ERR_UNSUPPORTED).
+ * Ownership: `cond` stays the caller's; it must stay allocated while any
+ * graph recorded with it is launched (the graph reads its address).
+ * Threads: any thread; one body is open at a time per nesting level, shared
+ * by every thread feeding the context, like the recording itself.
+ * Aliases: `cond` may be any buffer of the context, also one the body
+ * writes (that is how a WHILE ends).
+ * Errors (nothing is recorded, the recording stays usable):
+ * FC_ERR_INVALID_HANDLE for bad handles; FC_ERR_INVALID_ARGUMENT for an
+ * unknown kind, a SWITCH of 0 or more than 65536 cases, a misaligned buffer;
+ * FC_ERR_BUFFER_TOO_SMALL for a buffer under 4 bytes; FC_ERR_WRONG_CONTEXT /
+ * FC_ERR_WRONG_DEVICE for a buffer of another context; FC_ERR_CAPTURE_STATE
+ * without an open recording that builds (see FC_RECORDING_*), during a
+ * foreign section, or (next, end, abort) with no conditional open, or
+ * (next) past the last body; FC_ERR_UNSUPPORTED on drivers without the
+ * node type. fc_graph_cond_abort_ctx drops the innermost open conditional
+ * with its bodies. */
+#define FC_COND_WHILE 0
+#define FC_COND_REPEAT 1
+#define FC_COND_IF 2
+#define FC_COND_IF_ELSE 3
+#define FC_COND_SWITCH 4
+int fc_graph_cond_begin_ctx(fc_cuda_ctx *ctx, int kind, const fc_buffer *cond, unsigned cases);
+int fc_graph_cond_next_ctx(fc_cuda_ctx *ctx);
+int fc_graph_cond_end_ctx(fc_cuda_ctx *ctx);
+int fc_graph_cond_abort_ctx(fc_cuda_ctx *ctx);
+/* What the loaded driver offers: FC_COND_SUPPORT_IF_WHILE (IF, IF_ELSE,
+ * WHILE, REPEAT) | FC_COND_SUPPORT_SWITCH, 0 for none; -1 with
+ * FC_ERR_NO_DRIVER when no driver loads. Any thread. */
+#define FC_COND_SUPPORT_IF_WHILE 1
+#define FC_COND_SUPPORT_SWITCH 2
+int fc_cond_support(void);
 
 /* ---- graph diagnostics ----------------------------------------------------
  * Node counts come from the graphs the segments were instantiated from
