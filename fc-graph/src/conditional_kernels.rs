@@ -93,7 +93,13 @@ impl CondKernels {
 #[cfg(test)]
 pub(crate) fn fake_kernels() -> Arc<CondKernels> {
     let f = |n: usize| std::ptr::null_mut::<u8>().wrapping_add(n).cast();
-    Arc::new(CondKernels { set: f(0x51), load: f(0x52), countdown: f(0x53), source: SetterSource::Driver, _module: None })
+    Arc::new(CondKernels {
+        set: f(0x51),
+        load: f(0x52),
+        countdown: f(0x53),
+        source: SetterSource::Driver,
+        _module: None,
+    })
 }
 
 /// Where the device runtime library may be, in the order searched:

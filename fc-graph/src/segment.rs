@@ -991,7 +991,8 @@ mod double_tests {
         let mut body = Ops::default();
         body.list.push(kernel(0xB1));
         body.deps.push(Deps::new());
-        let cond = CondOp { kind: CondKind::Repeat, src: 0x5EC, bodies: vec![body], counter: None, kernels: fake_kernels() };
+        let cond =
+            CondOp { kind: CondKind::Repeat, src: 0x5EC, bodies: vec![body], counter: None, kernels: fake_kernels() };
         let mut ops = Ops::default();
         ops.list.push(kernel(0xA0));
         ops.deps.push(Deps::new());
