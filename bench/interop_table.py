@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The markdown tables of bench/interop/interop_bench.c (issue 10): cuBLAS
-and NCCL work inside fc graphs against the same work queued eagerly, and
+and NCCL work inside fc graphs against the same work queued eagerly, the
+overlap gain of a cuBLAS GEMM on a lane beside fc kernels on another, and
 the scaling of replay loops from one GPU to two, next to the same NCCL loop
 on the bare driver (the interop_raw_* rows) where the benchmark has one.
 
@@ -30,6 +31,16 @@ LOOPS = [
      "replay loop of the NCCL step graph (launch + sync)", 1.9),
     ("interop_fc_replay_loop_per_s_2dev", None, "replay loop of the same step without the all-reduce", None),
 ]
+# (lanes row, one-lane row, what): the overlap gain of a cuBLAS GEMM on a lane
+# beside fc kernels on another, one-lane median / lanes median.
+LANES = ("interop_cublas_lanes_replay_sync", "interop_cublas_one_lane_replay_sync",
+         "cuBLAS GEMM on lane 1 beside 26 kernels on lane 0")
+LANES_DECODE = ("interop_cublas_lanes_decode_replay_sync", "interop_cublas_one_lane_decode_replay_sync",
+                "cuBLAS GEMM of a decode step (4096 x 16 x 4096) on lane 1 beside 26 kernels on lane 0")
+LANE_SETS = (LANES, LANES_DECODE)
+LANES_TEXT = "- lanes: {what}: {gain:.2f}x faster than one lane"
+# Per-round ratio fields a row may carry (collected over rounds by load()).
+RATIO_FIELDS = ("ratio_vs_1dev", "gain_vs_one_lane")
 SCALING_GOAL_TEXT = "2 GPUs ≥{:.1f}x one GPU (median of per-round ratios)"
 RAW_SAME_RUN_TEXT = "raw driver + NCCL in the same run: {:.2f}x"
 
@@ -53,8 +64,9 @@ def load(path):
                 if not isinstance(obj, dict) or "row" not in obj:
                     continue
                 row = str(obj["row"])
-                if isinstance(obj.get("ratio_vs_1dev"), (int, float)):
-                    ratios.setdefault(row, []).append(float(obj["ratio_vs_1dev"]))
+                for field in RATIO_FIELDS:
+                    if isinstance(obj.get(field), (int, float)) and not isinstance(obj.get(field), bool):
+                        ratios.setdefault(row, []).append(float(obj[field]))
                 old = rows.get(row)
                 if old is None or better(obj, old):
                     rows[row] = obj
@@ -64,6 +76,11 @@ def load(path):
 
 
 def better(new, old):
+    # A failed check ("error") in any round is kept, whatever the others gave.
+    if "error" in old:
+        return False
+    if "error" in new:
+        return True
     if "skipped" in old and "skipped" not in new:
         return True
     for field, lower in (("median_us", True), ("iters_per_s", False)):
@@ -119,6 +136,38 @@ def scaling_verdict(r, goal, raw_r):
     return "MISSED", f"{text}: MISSED ({r:.2f}x{raw})"
 
 
+def lanes_line(rows, ratios, spec=LANES):
+    """The overlap-gain line of the lanes rows `spec` (LANE_SETS), or None
+    when neither ran: the median of the per-round gains (each round
+    alternates the two graphs) where the rows carry them, else the
+    best-round medians' ratio."""
+    lanes_row, one_row, what = spec
+    lanes, one = rows.get(lanes_row), rows.get(one_row)
+    if lanes is None and one is None:
+        return None
+    head = f"- lanes: {what}: "
+    for obj in (lanes, one):
+        if obj is not None and "error" in obj:
+            return head + f"FAILED (error: {obj['error']})"
+    for obj in (lanes, one):
+        if obj is None:
+            return head + "n/a (missing row)"
+        if "skipped" in obj:
+            return head + f"n/a (skipped: {obj['skipped']})"
+    lv, ov = lanes.get("median_us"), one.get("median_us")
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in (lv, ov)):
+        return head + "n/a (no medians)"
+    gains = sorted(ratios.get(lanes_row, []))
+    if gains:
+        gain = median(gains)
+        how = f"median of rounds {', '.join(f'{g:.2f}' for g in gains)}"
+    else:
+        gain = ov / lv
+        how = "ratio of the best rounds' medians"
+    return (LANES_TEXT.format(what=what, gain=gain)
+            + f" ({how}; launch + sync, best rounds' medians: one lane {fmt(ov)} µs, lanes {fmt(lv)} µs)")
+
+
 def interop_tables(path, tally=None, missed=None):
     """Markdown lines; counts the scaling goal into `tally` / `missed` (the
     report's goal tally) when given."""
@@ -136,6 +185,9 @@ def interop_tables(path, tally=None, missed=None):
         rv = (r or {}).get("median_us")
         rat = f"{rv / ev:.2f}x" if isinstance(ev, (int, float)) and isinstance(rv, (int, float)) and ev else "—"
         out.append(f"| {what} | {timing(e)} | {timing(r)} | {rat} |")
+    lane_lines = [line for line in (lanes_line(rows, ratios, spec) for spec in LANE_SETS) if line is not None]
+    if lane_lines:
+        out += ["", *lane_lines]
     out += ["", "| loop | 1 GPU /s | 2 GPUs /s (per GPU) | 2 GPUs / 1 GPU, median of rounds "
             "| raw driver: 1 GPU /s | raw: 2 GPUs /s (per GPU) | raw: 2 GPUs / 1 GPU | goal |",
             "|---|---:|---:|---:|---:|---:|---:|---|"]

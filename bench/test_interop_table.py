@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Tests of bench/interop_table.py: the loop table with the raw driver
-columns and the scaling goal's text. Run by scripts/test.sh:
+columns, the scaling goal's text and the lanes overlap-gain line. Run by
+scripts/test.sh:
   python3 -m unittest discover -s bench -p 'test_*.py'
 """
 
@@ -26,6 +27,19 @@ def loop_rows(impl, base, rnd, rate1, per):
     ]
 
 
+def lanes_rows(rnd, lanes_us, one_us, gain=True):
+    """The two timing rows one round of interop_bench prints for the lanes
+    graphs (the lanes row with this round's gain unless gain is False)."""
+    lanes = {"impl": "fc", "row": "interop_cublas_lanes_replay_sync", "kernels": 27, "median_us": lanes_us,
+             "p10_us": lanes_us - 1, "p90_us": lanes_us + 1, "n": 300, "round": rnd}
+    if gain:
+        lanes["gain_vs_one_lane"] = round(one_us / lanes_us, 4)
+    one = {"impl": "fc", "row": "interop_cublas_one_lane_replay_sync", "kernels": 27, "median_us": one_us,
+           "p10_us": one_us - 1, "p90_us": one_us + 1, "n": 300, "round": rnd}
+    return [lanes, one]
+
+
+LANES_HEAD = "- lanes: cuBLAS GEMM on lane 1 beside 26 kernels on lane 0: "
 FC = "interop_nccl_replay_loop_per_s"
 RAW = "interop_raw_nccl_replay_loop_per_s"
 FC_ONLY = "interop_fc_replay_loop_per_s"
@@ -135,6 +149,56 @@ class InteropTableTest(unittest.TestCase):
         self.assertEqual(len(body), 2)
         for line in body:
             self.assertEqual(len(self.cells(line)), width, line)
+
+    def lanes_lines(self, lines):
+        return [line for line in lines if line.startswith("- lanes:")]
+
+    def test_lanes_gain_is_the_median_of_the_rounds(self):
+        objs = lanes_rows(1, 50.0, 80.0) + lanes_rows(2, 48.0, 81.0) + lanes_rows(3, 52.0, 78.0)
+        lines, tally, missed = self.render(objs)
+        hits = self.lanes_lines(lines)
+        self.assertEqual(len(hits), 1, lines)
+        # per-round gains 1.60, 1.6875, 1.50: the median is 1.60
+        want = LANES_HEAD + "1.60x faster than one lane (median of rounds 1.50, 1.60, 1.69;"
+        self.assertTrue(hits[0].startswith(want), hits[0])
+        self.assertTrue(hits[0].endswith("best rounds' medians: one lane 78.00 µs, lanes 48.00 µs)"), hits[0])
+        self.assertEqual(tally, {"met": 0, "MISSED": 0, "n/a": 0})  # not a goal
+        self.assertEqual(missed, [])
+        # the line follows the eager/replay table, after a blank line
+        i = lines.index(hits[0])
+        self.assertEqual(lines[i - 1], "")
+
+    def test_both_gemm_shapes_get_a_line_each(self):
+        decode = [dict(o, row=o["row"].replace("_replay_sync", "_decode_replay_sync")) for o in lanes_rows(1, 30.0, 45.0)]
+        lines, _, _ = self.render(lanes_rows(1, 50.0, 80.0) + decode)
+        hits = self.lanes_lines(lines)
+        self.assertEqual(len(hits), 2, lines)
+        self.assertTrue(hits[0].startswith(LANES_HEAD + "1.60x"), hits[0])
+        self.assertTrue(hits[1].startswith("- lanes: cuBLAS GEMM of a decode step (4096 x 16 x 4096) on lane 1 beside "
+                                           "26 kernels on lane 0: 1.50x faster than one lane"), hits[1])
+
+    def test_lanes_gain_without_per_round_gains_uses_the_best_medians(self):
+        lines, _, _ = self.render(lanes_rows(1, 40.0, 60.0, gain=False))
+        self.assertEqual(self.lanes_lines(lines),
+                         [LANES_HEAD + "1.50x faster than one lane (ratio of the best rounds' medians; launch + sync, "
+                          "best rounds' medians: one lane 60.00 µs, lanes 40.00 µs)"])
+
+    def test_lanes_skipped_and_absent(self):
+        why = "no libcublas"
+        objs = [{"impl": "fc", "row": "interop_cublas_lanes_replay_sync", "kernels": 27, "skipped": why},
+                {"impl": "fc", "row": "interop_cublas_one_lane_replay_sync", "kernels": 27, "skipped": why}]
+        lines, _, _ = self.render(objs)
+        self.assertEqual(self.lanes_lines(lines), [LANES_HEAD + f"n/a (skipped: {why})"])
+        lines, _, _ = self.render(loop_rows("fc", FC, 1, 100000.0, [55000.0, 54000.0]))
+        self.assertEqual(self.lanes_lines(lines), [])
+
+    def test_lanes_error_in_any_round_shows_failed(self):
+        why = "C differs between the graphs at [5]: lanes 1, one lane 2"
+        err = [{"impl": "fc", "row": r, "kernels": 27, "skipped": f"error: {why}", "error": why}
+               for r in ("interop_cublas_lanes_replay_sync", "interop_cublas_one_lane_replay_sync")]
+        for objs in (lanes_rows(1, 50.0, 80.0) + err, err + lanes_rows(2, 50.0, 80.0)):
+            lines, _, _ = self.render(objs)
+            self.assertEqual(self.lanes_lines(lines), [LANES_HEAD + f"FAILED (error: {why})"])
 
 
 if __name__ == "__main__":

@@ -25,6 +25,25 @@
  *                       ACC = ACC + C), launched 20 times back to back with
  *                       one sync at the end: ACC == 20 C exactly (integer
  *                       inputs), so each replay ran once and in order.
+ *   gemm_on_a_lane      lanes (fc_ctx_lane, fc_ctx_wait_lane) in a recording
+ *                       that builds (FC_RECORDING_BUILD), integer inputs:
+ *                           fork: lane 1 waits for lane 0
+ *                           lane 1: C = alpha A B     cublasSgemm_v2 on lane 1's
+ *                                                     stream, in a foreign section
+ *                                                     on lane 1
+ *                           lane 0: X = X + Y, 26 x   fc_add_ctx, queued while
+ *                                                     the section is open
+ *                           join: lane 0 waits for lane 1
+ *                           lane 0: OUT = C + X       fc_add_ctx
+ *                       While the section is open, lane 0 waiting for lane 1
+ *                       is refused (FC_ERR_CAPTURE_STATE). The graph has 28
+ *                       nodes (26 adds, the section's child node, the last
+ *                       add); recording ran nothing (OUT still poisoned, X
+ *                       still X0); one launch gives the host's OUT exactly,
+ *                       and the same calls run eagerly (fork, the GEMM on
+ *                       lane 1's stream, the adds, join, add) into other
+ *                       buffers give it bit for bit. The recording mode is
+ *                       restored at the end.
  *
  * Tolerance of the random trials, per element (u = 2^-24, K = 64,
  * gamma_K = K u / (1 - K u)):
@@ -371,6 +390,153 @@ done:
     CT_FREE(in, want, tol, got);
 }
 
+/* ---- a GEMM on a lane beside the library's kernels ------------------------------ */
+
+#define LANE_ADDS 26
+
+typedef struct {
+    fc_buffer *c, *x, *out; /* C = alpha A B, X += Y (LANE_ADDS x), OUT = C + X */
+} lane_bufs;
+
+/* C = alpha A B on h's stream (lane 1's). 0, or -1 with the reason in why. */
+static int lane_gemm(il_cublas_handle h, fc_buffer *a, fc_buffer *b, fc_buffer *c, char *why, size_t len)
+{
+    const float alpha = ALPHA, beta = 0.0f;
+    int st = g_cublas.cublasSgemm_v2(h, IL_CUBLAS_OP_N, IL_CUBLAS_OP_N, M, N, K, &alpha,
+                                     (const float *)(uintptr_t)fc_buffer_device_ptr(a), M,
+                                     (const float *)(uintptr_t)fc_buffer_device_ptr(b), K, &beta,
+                                     (float *)(uintptr_t)fc_buffer_device_ptr(c), M);
+    if (st != IL_CUBLAS_STATUS_SUCCESS) {
+        char buf[64];
+        snprintf(why, len, "cublasSgemm_v2 returned %s", il_cublas_status(&g_cublas, st, buf, sizeof buf));
+        return -1;
+    }
+    return 0;
+}
+
+/* X = X + Y, LANE_ADDS times, on ctx's lane. */
+static int lane_adds(fc_cuda_ctx *ctx, fc_buffer *x, fc_buffer *y)
+{
+    for (int i = 0; i < LANE_ADDS; i++) {
+        int rc = fc_add_ctx(ctx, x, y, x, (size_t)M * N);
+        if (rc != FC_OK) return rc;
+    }
+    return FC_OK;
+}
+
+static void gemm_on_a_lane(fc_cuda_ctx *ctx)
+{
+    const size_t mn = (size_t)M * N * sizeof(float);
+    const int mode = fc_ctx_recording_mode(ctx);
+    fc_cuda_ctx *l1 = NULL;
+    fc_buffer *a = NULL, *b = NULL, *y = NULL, *ws = NULL;
+    lane_bufs gr = {NULL, NULL, NULL}, ea = {NULL, NULL, NULL}; /* the graph's, the eager run's */
+    fc_graph *g = NULL;
+    il_cublas_handle h = NULL;
+    float *ha = NULL, *hb = NULL, *hx0 = NULL, *hy = NULL, *got = NULL, *got_e = NULL, *poison = NULL;
+    double *want = NULL;
+    char why[512] = "";
+
+    CHECK(mode >= 0);
+    CHECK_NOTNULL(ha = ct_floats((size_t)M * K));
+    CHECK_NOTNULL(hb = ct_floats((size_t)K * N));
+    CHECK_NOTNULL(hx0 = ct_floats((size_t)M * N));
+    CHECK_NOTNULL(hy = ct_floats((size_t)M * N));
+    CHECK_NOTNULL(got = ct_floats((size_t)M * N));
+    CHECK_NOTNULL(got_e = ct_floats((size_t)M * N));
+    CHECK_NOTNULL(poison = ct_floats((size_t)M * N));
+    CHECK_NOTNULL(want = (double *)malloc((size_t)M * N * sizeof(double)));
+    ct_fill_poison(poison, (size_t)M * N);
+
+    /* Integers: A, B, Y in [-4, 4], X0 in [-8, 8]: alpha A B is a multiple
+     * of 1/2 of magnitude <= 512, X0 + 26 Y an integer of magnitude <= 112:
+     * every FP32 sum on the way is exact, in any order. */
+    ct_seed(4242);
+    for (size_t i = 0; i < (size_t)M * K; i++) ha[i] = small_int(-4, 4);
+    for (size_t i = 0; i < (size_t)K * N; i++) hb[i] = small_int(-4, 4);
+    for (size_t i = 0; i < (size_t)M * N; i++) {
+        hx0[i] = small_int(-8, 8);
+        hy[i] = small_int(-4, 4);
+    }
+    for (int j = 0; j < N; j++) {
+        for (int i = 0; i < M; i++) {
+            double sum = 0.0;
+            for (int k = 0; k < K; k++) sum += (double)ha[i + k * M] * (double)hb[k + j * K];
+            want[i + j * M] = (double)ALPHA * sum + ((double)hx0[i + j * M] + LANE_ADDS * (double)hy[i + j * M]);
+        }
+    }
+
+    /* BUILD before the stream is asked for (make_handle): the recording
+     * builds, and only the foreign section captures lane 1's stream. */
+    CHECK_OK(fc_ctx_set_recording_mode(ctx, FC_RECORDING_BUILD));
+    CHECK_NOTNULL(l1 = fc_ctx_lane(ctx, 1));
+    CHECK_MSG(fc_ctx_lane_index(l1) == 1, "fc_ctx_lane_index(lane 1) = %d", fc_ctx_lane_index(l1));
+    CHECK_NOTNULL(a = ct_upload_new(ctx, ha, (size_t)M * K));
+    CHECK_NOTNULL(b = ct_upload_new(ctx, hb, (size_t)K * N));
+    CHECK_NOTNULL(y = ct_upload_new(ctx, hy, (size_t)M * N));
+    CHECK_NOTNULL(ws = fc_buffer_alloc_ctx(ctx, IL_CUBLAS_WORKSPACE_BYTES));
+    CHECK_NOTNULL(gr.c = fc_buffer_alloc_ctx(ctx, mn));
+    CHECK_NOTNULL(gr.x = ct_upload_new(ctx, hx0, (size_t)M * N));
+    CHECK_NOTNULL(gr.out = ct_upload_new(ctx, poison, (size_t)M * N));
+    CHECK_NOTNULL(ea.c = fc_buffer_alloc_ctx(ctx, mn));
+    CHECK_NOTNULL(ea.x = ct_upload_new(ctx, hx0, (size_t)M * N));
+    CHECK_NOTNULL(ea.out = ct_upload_new(ctx, poison, (size_t)M * N));
+    CHECK_NOTNULL(h = make_handle(l1, ws)); /* on lane 1's stream */
+
+    /* Eagerly (also cuBLAS' warm-up before the recording): the same calls
+     * run on the lane streams. */
+    CHECK_OK(fc_ctx_wait_lane(l1, ctx));
+    CHECK_MSG(lane_gemm(h, a, b, ea.c, why, sizeof why) == 0, "eager: %s", why);
+    CHECK_OK(lane_adds(ctx, ea.x, y));
+    CHECK_OK(fc_ctx_wait_lane(ctx, l1));
+    CHECK_OK(fc_add_ctx(ctx, ea.c, ea.x, ea.out, (size_t)M * N));
+    CHECK_OK(fc_sync_ctx(ctx));
+    CHECK_OK(fc_buffer_download(ea.out, got_e, mn));
+
+    /* Recorded: the adds are queued on lane 0 while lane 1's section is
+     * open. */
+    CHECK_OK(fc_graph_begin_ctx(ctx));
+    CHECK_MSG(fc_graph_builds_ctx(ctx) == 1, "fc_graph_builds_ctx = %d in FC_RECORDING_BUILD",
+              fc_graph_builds_ctx(ctx));
+    CHECK_OK(fc_ctx_wait_lane(l1, ctx)); /* fork */
+    CHECK_OK(fc_graph_foreign_begin_on_ctx(ctx, l1, FC_CAPTURE_MODE_THREAD_LOCAL, NULL));
+    CHECK_MSG(lane_gemm(h, a, b, gr.c, why, sizeof why) == 0, "in the section on lane 1: %s", why);
+    CHECK_OK(lane_adds(ctx, gr.x, y));
+    CHECK_RC(fc_ctx_wait_lane(ctx, l1), FC_ERR_CAPTURE_STATE); /* its lane is in a section */
+    CHECK_OK(fc_graph_foreign_end_ctx(ctx));
+    CHECK_OK(fc_ctx_wait_lane(ctx, l1)); /* join */
+    CHECK_OK(fc_add_ctx(ctx, gr.c, gr.x, gr.out, (size_t)M * N));
+    CHECK_NOTNULL(g = fc_graph_end_ctx(ctx));
+    CHECK_MSG(fc_graph_node_count(g) == LANE_ADDS + 2, "node count %zu, want %d (%d adds, the section, the add)",
+              fc_graph_node_count(g), LANE_ADDS + 2, LANE_ADDS);
+
+    /* Recording ran nothing. */
+    CHECK_OK(fc_buffer_download(gr.out, got, mn));
+    CHECK_MSG(ct_bits(got[0]) == CT_POISON_BITS && ct_bits(got[M * N - 1]) == CT_POISON_BITS,
+              "OUT changed by the recording itself (0x%08x): the work ran instead of being recorded",
+              (unsigned)ct_bits(got[0]));
+    CHECK_OK(fc_buffer_download(gr.x, got, mn));
+    CHECK_FLOATS(got, hx0, (size_t)M * N, "X after the recording (want X0: nothing ran)");
+
+    CHECK_OK(fc_graph_launch(g));
+    CHECK_OK(fc_sync_ctx(ctx));
+    CHECK_OK(fc_buffer_download(gr.out, got, mn));
+    CHECK(compare(got, want, NULL, "lanes, replay") >= 0);
+    CHECK(compare(got_e, want, NULL, "lanes, eager") >= 0);
+    CHECK_FLOATS(got, got_e, (size_t)M * N, "lanes: replay vs eager");
+    printf("test_cublas: GEMM on lane 1 beside %d adds on lane 0: %zu nodes; replay == eager == host, exactly\n",
+           LANE_ADDS, fc_graph_node_count(g));
+
+done:
+    if (fc_graph_is_capturing_ctx(ctx) == 1) (void)fc_graph_abort_ctx(ctx);
+    fc_graph_free(g);
+    if (h) g_cublas.cublasDestroy_v2(h);
+    CT_FREE_BUFFERS(a, b, y, ws, gr.c, gr.x, gr.out, ea.c, ea.x, ea.out);
+    fc_cuda_ctx_free(l1);
+    if (mode >= 0) (void)fc_ctx_set_recording_mode(ctx, mode);
+    CT_FREE(ha, hb, hx0, hy, got, got_e, poison, want);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -391,6 +557,7 @@ int main(int argc, char **argv)
     fc_cuda_ctx *keeper = fc_cuda_init_device(0);
     CT_RUN(gemm_in_graph);
     CT_RUN(replays_accumulate);
+    CT_RUN(gemm_on_a_lane);
     fc_cuda_ctx_free(keeper);
     return ct_finish();
 }

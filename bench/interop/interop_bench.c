@@ -19,13 +19,31 @@
  * median_us, p10_us, p90_us, n; rate rows have iters_per_s (higher is
  * better), iters, and the 2-device rows per_device and ratio_vs_1dev (this
  * round's 2-device rate / this round's 1-device rate). A row that cannot
- * run here is {"impl":...,"row":...,"kernels":...,"skipped":"why"}.
+ * run here is {"impl":...,"row":...,"kernels":...,"skipped":"why"}; a row whose
+ * result check failed has "error":"why" too (and "skipped":"error: why").
  *
  * Rows (every time includes the sync, fc_sync_ctx or in the raw rows cuStreamSynchronize, i.e. the step
  * is complete):
  *   interop_cublas_eager_sync        A = A0 .* S (fc_mul), C = 0.5 A B (cublasSgemm_v2, M,N,K = 256,128,64),
  *                                    OUT = C + D (fc_add), queued eagerly + sync; kernels 3
  *   interop_cublas_replay_sync       the same captured: fc_graph_launch + sync
+ *   interop_cublas_lanes_replay_sync one graph, recorded node by node (FC_RECORDING_BUILD) on its own context:
+ *                                    lane 1 (fc_ctx_lane) waits for lane 0, then C = A B (cublasSgemm_v2,
+ *                                    M = N = K = 1024, alpha 1, beta 0, CUBLAS_DEFAULT_MATH: FP32) on lane 1's
+ *                                    stream inside fc_graph_foreign_begin_on_ctx(lane 1) ... foreign_end (one
+ *                                    child node), while 26 x (X = X + Y, fc_add, 4096 floats) are queued on
+ *                                    lane 0; lane 0 waits for lane 1 (join). fc_graph_launch + sync; kernels 27.
+ *                                    Its "gain_vs_one_lane" is this round's one-lane median / lanes median (the
+ *                                    overlap gain of the GEMM beside the adds)
+ *   interop_cublas_one_lane_replay_sync
+ *                                    the same work all on lane 0: the GEMM in fc_graph_foreign_begin_ctx ...
+ *                                    foreign_end, then the 26 adds; launch + sync; kernels 27. The two graphs are
+ *                                    timed in one round, alternating in blocks of N/20 launches (lanes, one lane,
+ *                                    one lane, lanes, ...), so drift affects both. After each round both graphs'
+ *                                    C and X are downloaded: equal bit for bit, C equal to the host at a few
+ *                                    elements (integer inputs: exact), X equal to 26 x launches; otherwise (and
+ *                                    when the setup fails) both rows are emitted as
+ *                                    {"impl":"fc","row":...,"kernels":27,"skipped":"error: why","error":"why"}
  *   interop_nccl_eager_sync_1dev     step = cnt += 1 (fc_add), x = cnt .* w (fc_mul), y = all-reduce sum of x
  *                                    (ncclAllReduce, C floats), acc += y (fc_add); eager + sync; kernels 4.
  *                                    1dev: a 1-rank communicator on device 0
@@ -150,22 +168,40 @@ static void emit_times(const char *row, int kernels, double *us, int n, int roun
           pct(us, n, 0.1), pct(us, n, 0.9), n);
 }
 
-/* A skipped row; the characters of `why` that JSON would need escaped ('"',
- * '\\', control characters: a dlopen error may hold them) become '\'' and it is
- * cut at 511 bytes. */
+/* `why` for a JSON string: the characters JSON would need escaped ('"',
+ * '\\', control characters: a dlopen error may hold them) become '\'', cut
+ * at len - 1 bytes. */
+static void json_safe(char *safe, size_t len, const char *why)
+{
+    size_t i = 0;
+    for (; why[i] && i + 1 < len; i++)
+        safe[i] = why[i] == '"' || why[i] == '\\' || (unsigned char)why[i] < 0x20 ? '\'' : why[i];
+    safe[i] = '\0';
+}
+
+/* A skipped row, `why` made JSON-safe and cut at 511 bytes. */
 static void emit_skip_as(const char *impl, const char *row, int kernels, const char *why)
 {
     char safe[512];
-    size_t i = 0;
-    for (; why[i] && i + 1 < sizeof safe; i++)
-        safe[i] = why[i] == '"' || why[i] == '\\' || (unsigned char)why[i] < 0x20 ? '\'' : why[i];
-    safe[i] = '\0';
+    json_safe(safe, sizeof safe, why);
     printf("{\"impl\":\"%s\",\"row\":\"%s\",\"kernels\":%d,\"skipped\":\"%s\"}\n", impl, row, kernels, safe);
     fflush(stdout);
     logf_("%s skipped: %s", row, why);
 }
 
 static void emit_skip(const char *row, int kernels, const char *why) { emit_skip_as("fc", row, kernels, why); }
+
+/* A row whose setup or result check failed: skipped, with "error" (escaped
+ * as emit_skip_as does). */
+static void emit_error(const char *row, int kernels, const char *why)
+{
+    char safe[512];
+    json_safe(safe, sizeof safe, why);
+    printf("{\"impl\":\"fc\",\"row\":\"%s\",\"kernels\":%d,\"skipped\":\"error: %s\",\"error\":\"%s\"}\n", row,
+           kernels, safe, safe);
+    fflush(stdout);
+    logf_("%s FAILED: %s", row, why);
+}
 
 /* Leaves with status 1 after a failure (work may be stuck on a device). */
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -305,6 +341,303 @@ static void gemm_free(gemm_bench *gb)
     fc_buffer *bufs[] = {gb->a0, gb->s, gb->a, gb->b, gb->c, gb->d, gb->out, gb->ws};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) fc_buffer_free(bufs[i]);
     fc_cuda_ctx_free(gb->ctx);
+}
+
+/* ---- cuBLAS on a lane beside fc kernels (device 0, this thread) -------------- */
+
+#define LANE_ADDS 26
+#define LANE_ADD_FLOATS 4096
+#define LANE_KERNELS (LANE_ADDS + 1)
+
+enum { LANES = 0, ONE_LANE = 1 };
+
+/* The GEMM shapes (column-major C[m x n] = A[m x k] B[k x n]) and their rows:
+ * a square GEMM that fills the GPU, and a decode step's projection (4096
+ * features, 16 tokens), the latency-bound kind engines overlap. */
+typedef struct {
+    const char *rows[2]; /* [LANES], [ONE_LANE] */
+    int m, n, k;
+} lane_shape;
+static const lane_shape k_lane_shapes[2] = {
+    {{"interop_cublas_lanes_replay_sync", "interop_cublas_one_lane_replay_sync"}, 1024, 1024, 1024},
+    {{"interop_cublas_lanes_decode_replay_sync", "interop_cublas_one_lane_decode_replay_sync"}, 4096, 16, 4096},
+};
+
+typedef struct {
+    const lane_shape *sh;
+    fc_cuda_ctx *ctx, *l1; /* a context of its own (FC_RECORDING_BUILD) and its lane 1 */
+    il_cublas_handle h[2]; /* [LANES] on lane 1's stream, [ONE_LANE] on lane 0's */
+    fc_buffer *a, *b, *y, *ws[2];
+    fc_buffer *c[2], *x[2]; /* each graph's own C (m x n) and X (LANE_ADD_FLOATS) */
+    fc_graph *g[2];
+    long launches[2];
+    double *us[2];
+    float *ha, *hb, *got[2]; /* the inputs; downloads for the check */
+    char why[512];           /* why the setup failed */
+} lanes_bench;
+
+/* The GEMM inputs: small integers, so every C element is an exact FP32 sum. */
+static float lane_a(size_t i) { return (float)((int)(i % 7) - 3); }
+static float lane_b(size_t i) { return (float)((int)(i % 5) - 2); }
+
+/* Fails the setup (lanes_setup's `fail:`) with the call and fc_last_error. */
+#define LB_TRY(lb, call)                                                                                    \
+    do {                                                                                                     \
+        int rc_ = (call);                                                                                    \
+        if (rc_ != FC_OK) {                                                                                  \
+            char e_[384];                                                                                    \
+            fc_last_error_copy(e_, sizeof e_);                                                               \
+            snprintf((lb)->why, sizeof (lb)->why, "%s returned %d: %s", #call, rc_, e_);                     \
+            goto fail;                                                                                       \
+        }                                                                                                    \
+    } while (0)
+
+/* C = A B on h's stream. 0, or -1 with the reason in lb->why. */
+static int lanes_gemm(lanes_bench *lb, il_cublas_handle h, fc_buffer *c)
+{
+    const float alpha = 1.0f, beta = 0.0f;
+    const int m = lb->sh->m, n = lb->sh->n, k = lb->sh->k;
+    int st = g_cublas.cublasSgemm_v2(h, IL_CUBLAS_OP_N, IL_CUBLAS_OP_N, m, n, k, &alpha,
+                                     (const float *)(uintptr_t)fc_buffer_device_ptr(lb->a), m,
+                                     (const float *)(uintptr_t)fc_buffer_device_ptr(lb->b), k, &beta,
+                                     (float *)(uintptr_t)fc_buffer_device_ptr(c), m);
+    if (st != IL_CUBLAS_STATUS_SUCCESS) {
+        char buf[64];
+        snprintf(lb->why, sizeof lb->why, "cublasSgemm_v2 (%d x %d x %d): %s", m, n, k,
+                 il_cublas_status(&g_cublas, st, buf, sizeof buf));
+        return -1;
+    }
+    return 0;
+}
+
+/* X = X + Y, LANE_ADDS times, on ctx's lane 0. */
+static int lanes_adds(lanes_bench *lb, fc_buffer *x)
+{
+    for (int i = 0; i < LANE_ADDS; i++) {
+        int rc = fc_add_ctx(lb->ctx, x, lb->y, x, LANE_ADD_FLOATS);
+        if (rc != FC_OK) return rc;
+    }
+    return FC_OK;
+}
+
+/* A cuBLAS handle on `stream` with `ws` as workspace, FP32 math; NULL with
+ * the reason in lb->why. */
+static il_cublas_handle lanes_handle(lanes_bench *lb, void *stream, fc_buffer *ws)
+{
+    char buf[64];
+    il_cublas_handle h = NULL;
+    int st = g_cublas.cublasCreate_v2(&h);
+    if (st == IL_CUBLAS_STATUS_SUCCESS) st = g_cublas.cublasSetStream_v2(h, stream);
+    if (st == IL_CUBLAS_STATUS_SUCCESS)
+        st = g_cublas.cublasSetWorkspace_v2(h, (void *)(uintptr_t)fc_buffer_device_ptr(ws), fc_buffer_size(ws));
+    if (st == IL_CUBLAS_STATUS_SUCCESS) st = g_cublas.cublasSetMathMode(h, IL_CUBLAS_DEFAULT_MATH);
+    if (st != IL_CUBLAS_STATUS_SUCCESS) {
+        snprintf(lb->why, sizeof lb->why, "cuBLAS handle setup (lanes): %s",
+                 il_cublas_status(&g_cublas, st, buf, sizeof buf));
+        if (h) g_cublas.cublasDestroy_v2(h);
+        return NULL;
+    }
+    return h;
+}
+
+/* Both graphs' C and X: equal bit for bit; C equal to the host at a few
+ * elements; X[0] = LANE_ADDS x launches (Y = 1; exact below 2^24). 0, or -1
+ * with the reason in why. Call with nothing in flight. */
+static int lanes_check(lanes_bench *lb, char *why, size_t len)
+{
+    const size_t m = (size_t)lb->sh->m, n = (size_t)lb->sh->n, kk_ = (size_t)lb->sh->k, nn = m * n;
+    for (int k = 0; k < 2; k++) FC_MUST(fc_buffer_download(lb->c[k], lb->got[k], nn * sizeof(float)));
+    for (size_t i = 0; i < nn; i++) {
+        if (memcmp(&lb->got[0][i], &lb->got[1][i], sizeof(float)) != 0) {
+            snprintf(why, len, "C differs between the graphs at [%zu]: lanes %.9g, one lane %.9g", i,
+                     (double)lb->got[0][i], (double)lb->got[1][i]);
+            return -1;
+        }
+    }
+    const size_t spots[][2] = {{0, 0}, {m - 1, n - 1}, {17, 923}, {511, 3}, {1000, 512}};
+    for (size_t s = 0; s < sizeof spots / sizeof spots[0]; s++) {
+        const size_t i = spots[s][0] % m, j = spots[s][1] % n;
+        double want = 0.0;
+        for (size_t k = 0; k < kk_; k++) want += (double)lb->ha[i + k * m] * (double)lb->hb[k + j * kk_];
+        if ((double)lb->got[0][i + j * m] != want) {
+            snprintf(why, len, "C[%zu, %zu] = %.9g in both graphs, want %.9g", i, j, (double)lb->got[0][i + j * m],
+                     want);
+            return -1;
+        }
+    }
+    for (int k = 0; k < 2; k++) FC_MUST(fc_buffer_download(lb->x[k], lb->got[k], LANE_ADD_FLOATS * sizeof(float)));
+    if (memcmp(lb->got[0], lb->got[1], LANE_ADD_FLOATS * sizeof(float)) != 0) {
+        snprintf(why, len, "X differs between the graphs (X[0]: lanes %.9g, one lane %.9g)", (double)lb->got[0][0],
+                 (double)lb->got[1][0]);
+        return -1;
+    }
+    if (lb->launches[0] != lb->launches[1]) {
+        snprintf(why, len, "launch counts differ: %ld, %ld", lb->launches[0], lb->launches[1]);
+        return -1;
+    }
+    const double want_x = (double)LANE_ADDS * (double)lb->launches[0];
+    if (want_x < 16777216.0 && (double)lb->got[0][0] != want_x) {
+        snprintf(why, len, "X[0] = %.9g in both graphs, want %.0f (%d adds x %ld launches)", (double)lb->got[0][0],
+                 want_x, LANE_ADDS, lb->launches[0]);
+        return -1;
+    }
+    return 0;
+}
+
+/* Sets up both graphs: 0, or -1 with the reason in lb->why (free it with
+ * lanes_free either way). */
+static int lanes_setup(lanes_bench *lb, const lane_shape *sh)
+{
+    memset(lb, 0, sizeof *lb);
+    lb->sh = sh;
+    const size_t mk = (size_t)sh->m * sh->k, kn = (size_t)sh->k * sh->n, nn = (size_t)sh->m * sh->n;
+    const size_t got_n = nn > LANE_ADD_FLOATS ? nn : LANE_ADD_FLOATS;
+    lb->ctx = fc_cuda_init_device(0);
+    if (!lb->ctx) {
+        snprintf(lb->why, sizeof lb->why, "fc_cuda_init_device(0): %s", fc_last_error());
+        return -1;
+    }
+    check_context(lb->ctx, "cuBLAS lanes thread");
+    /* BUILD before fc_ctx_stream is asked for: recordings build node by
+     * node, and only the foreign sections capture a stream. */
+    LB_TRY(lb, fc_ctx_set_recording_mode(lb->ctx, FC_RECORDING_BUILD));
+    lb->l1 = fc_ctx_lane(lb->ctx, 1);
+    if (!lb->l1) {
+        snprintf(lb->why, sizeof lb->why, "fc_ctx_lane(ctx, 1): %s", fc_last_error());
+        goto fail;
+    }
+    for (int k = 0; k < 2; k++) {
+        if (!(lb->us[k] = (double *)malloc((size_t)g_iters * sizeof(double))) ||
+            !(lb->got[k] = (float *)malloc(got_n * sizeof(float))))
+            die("out of host memory");
+    }
+    if (!(lb->ha = (float *)malloc(mk * sizeof(float))) || !(lb->hb = (float *)malloc(kn * sizeof(float))))
+        die("out of host memory");
+    for (size_t i = 0; i < mk; i++) lb->ha[i] = lane_a(i);
+    for (size_t i = 0; i < kn; i++) lb->hb[i] = lane_b(i);
+    lb->a = must_alloc(lb->ctx, mk * sizeof(float));
+    lb->b = must_alloc(lb->ctx, kn * sizeof(float));
+    lb->y = must_alloc(lb->ctx, LANE_ADD_FLOATS * sizeof(float));
+    FC_MUST(fc_buffer_upload(lb->a, lb->ha, mk * sizeof(float)));
+    FC_MUST(fc_buffer_upload(lb->b, lb->hb, kn * sizeof(float)));
+    fill_const(lb->y, LANE_ADD_FLOATS, 1.0f);
+    for (int k = 0; k < 2; k++) {
+        lb->c[k] = must_alloc(lb->ctx, nn * sizeof(float));
+        lb->x[k] = must_alloc(lb->ctx, LANE_ADD_FLOATS * sizeof(float));
+        lb->ws[k] = must_alloc(lb->ctx, IL_CUBLAS_WORKSPACE_BYTES);
+    }
+    if (!(lb->h[LANES] = lanes_handle(lb, fc_ctx_stream(lb->l1), lb->ws[LANES]))) goto fail;
+    if (!(lb->h[ONE_LANE] = lanes_handle(lb, fc_ctx_stream(lb->ctx), lb->ws[ONE_LANE]))) goto fail;
+
+    /* Warm-up, eagerly (cuBLAS picks and loads its kernels): the two ways. */
+    for (int i = 0; i < 5; i++) {
+        LB_TRY(lb, fc_ctx_wait_lane(lb->l1, lb->ctx));
+        if (lanes_gemm(lb, lb->h[LANES], lb->c[LANES])) goto fail;
+        LB_TRY(lb, lanes_adds(lb, lb->x[LANES]));
+        LB_TRY(lb, fc_ctx_wait_lane(lb->ctx, lb->l1));
+        if (lanes_gemm(lb, lb->h[ONE_LANE], lb->c[ONE_LANE])) goto fail;
+        LB_TRY(lb, lanes_adds(lb, lb->x[ONE_LANE]));
+    }
+    /* From here C and X are the graphs' own: C poisoned differently in each
+     * (a GEMM that never ran shows), X = 0. */
+    for (int k = 0; k < 2; k++) {
+        LB_TRY(lb, fc_buffer_fill_ctx(lb->ctx, lb->c[k], 0, nn * sizeof(float), k == LANES ? 0xff : 0xfe));
+        LB_TRY(lb, fc_buffer_fill_ctx(lb->ctx, lb->x[k], 0, LANE_ADD_FLOATS * sizeof(float), 0));
+    }
+    LB_TRY(lb, fc_sync_ctx(lb->ctx));
+
+    /* Lanes: the GEMM in a section on lane 1, the adds on lane 0 meanwhile. */
+    LB_TRY(lb, fc_graph_begin_ctx(lb->ctx));
+    LB_TRY(lb, fc_ctx_wait_lane(lb->l1, lb->ctx)); /* fork */
+    LB_TRY(lb, fc_graph_foreign_begin_on_ctx(lb->ctx, lb->l1, FC_CAPTURE_MODE_THREAD_LOCAL, NULL));
+    if (lanes_gemm(lb, lb->h[LANES], lb->c[LANES])) goto fail;
+    LB_TRY(lb, lanes_adds(lb, lb->x[LANES]));
+    LB_TRY(lb, fc_graph_foreign_end_ctx(lb->ctx));
+    LB_TRY(lb, fc_ctx_wait_lane(lb->ctx, lb->l1)); /* join */
+    if (!(lb->g[LANES] = fc_graph_end_ctx(lb->ctx))) {
+        snprintf(lb->why, sizeof lb->why, "fc_graph_end_ctx (lanes): %s", fc_last_error());
+        goto fail;
+    }
+    /* One lane: the GEMM in a section on lane 0, then the adds. */
+    LB_TRY(lb, fc_graph_begin_ctx(lb->ctx));
+    LB_TRY(lb, fc_graph_foreign_begin_ctx(lb->ctx, FC_CAPTURE_MODE_THREAD_LOCAL, NULL));
+    if (lanes_gemm(lb, lb->h[ONE_LANE], lb->c[ONE_LANE])) goto fail;
+    LB_TRY(lb, fc_graph_foreign_end_ctx(lb->ctx));
+    LB_TRY(lb, lanes_adds(lb, lb->x[ONE_LANE]));
+    if (!(lb->g[ONE_LANE] = fc_graph_end_ctx(lb->ctx))) {
+        snprintf(lb->why, sizeof lb->why, "fc_graph_end_ctx (one lane): %s", fc_last_error());
+        goto fail;
+    }
+    logf_("lanes graphs: %zu nodes (lanes), %zu nodes (one lane); %d expected each",
+          fc_graph_node_count(lb->g[LANES]), fc_graph_node_count(lb->g[ONE_LANE]), LANE_KERNELS);
+    for (int i = 0; i < 20; i++) {
+        for (int k = 0; k < 2; k++) {
+            LB_TRY(lb, fc_graph_launch(lb->g[k]));
+            lb->launches[k]++;
+        }
+    }
+    LB_TRY(lb, fc_sync_ctx(lb->ctx));
+    if (lanes_check(lb, lb->why, sizeof lb->why) != 0) return -1;
+    return 0;
+fail:
+    if (fc_graph_is_capturing_ctx(lb->ctx) == 1) (void)fc_graph_abort_ctx(lb->ctx);
+    return -1;
+}
+
+/* One round: each graph g_iters x (launch + sync), alternating in blocks
+ * of g_iters / 20 (lanes, one lane, one lane, lanes, ...; the first block
+ * alternates with the round); then the check, then both rows. */
+static void lanes_round(lanes_bench *lb, int round)
+{
+    const int block = g_iters / 20 > 0 ? g_iters / 20 : 1;
+    int done[2] = {0, 0};
+    for (int k = 0; done[LANES] < g_iters || done[ONE_LANE] < g_iters; k++) {
+        for (int j = 0; j < 2; j++) {
+            const int gi = ((k + round) & 1) ^ j;
+            for (int i = 0; i < block && done[gi] < g_iters; i++) {
+                double t0 = now_us();
+                FC_MUST(fc_graph_launch(lb->g[gi]));
+                FC_MUST(fc_sync_ctx(lb->ctx));
+                lb->us[gi][done[gi]++] = now_us() - t0;
+                lb->launches[gi]++;
+            }
+        }
+    }
+    char why[512];
+    if (lanes_check(lb, why, sizeof why) != 0) {
+        for (int k = 0; k < 2; k++) emit_error(lb->sh->rows[k], LANE_KERNELS, why);
+        return;
+    }
+    const double lanes = median_of(lb->us[LANES], g_iters), one = median_of(lb->us[ONE_LANE], g_iters);
+    char extra[64] = "";
+    if (lanes > 0.0) snprintf(extra, sizeof extra, ",\"gain_vs_one_lane\":%.4f", one / lanes);
+    emit_times(lb->sh->rows[LANES], LANE_KERNELS, lb->us[LANES], g_iters, round, extra);
+    emit_times(lb->sh->rows[ONE_LANE], LANE_KERNELS, lb->us[ONE_LANE], g_iters, round, NULL);
+    if (lanes > 0.0)
+        logf_("round %d lanes (%d x %d x %d): %.2fx faster than one lane", round, lb->sh->m, lb->sh->n, lb->sh->k,
+              one / lanes);
+}
+
+static void lanes_free(lanes_bench *lb)
+{
+    if (lb->ctx && fc_sync_ctx(lb->ctx) != FC_OK) logf_("lanes: fc_sync_ctx at the end: %s", fc_last_error());
+    for (int k = 0; k < 2; k++) {
+        fc_graph_free(lb->g[k]);
+        if (lb->h[k]) g_cublas.cublasDestroy_v2(lb->h[k]);
+        fc_buffer_free(lb->c[k]);
+        fc_buffer_free(lb->x[k]);
+        fc_buffer_free(lb->ws[k]);
+        free(lb->us[k]);
+        free(lb->got[k]);
+    }
+    fc_buffer_free(lb->a);
+    fc_buffer_free(lb->b);
+    fc_buffer_free(lb->y);
+    free(lb->ha);
+    free(lb->hb);
+    fc_cuda_ctx_free(lb->l1);
+    fc_cuda_ctx_free(lb->ctx);
+    memset(lb, 0, sizeof *lb);
 }
 
 /* ---- raw driver baseline of the NCCL step loop (no fc-graph) ------------------ */
@@ -867,6 +1200,13 @@ int main(int argc, char **argv)
     double *us = (double *)malloc((size_t)g_iters * sizeof(double));
     if (!us) die("out of host memory");
     if (g_have_cublas) gemm_setup(&gb);
+    lanes_bench lb[2];
+    int have_lanes[2] = {0, 0};
+    memset(lb, 0, sizeof lb);
+    for (int s = 0; s < 2; s++) {
+        /* One shape's setup at a time (each its own context). */
+        if (g_have_cublas) have_lanes[s] = lanes_setup(&lb[s], &k_lane_shapes[s]) == 0;
+    }
 
     const int two = ndev >= 2;
     const int nworkers = two ? 2 : 1;
@@ -900,6 +1240,12 @@ int main(int argc, char **argv)
     if (!g_have_cublas) {
         emit_skip("interop_cublas_eager_sync", 3, "no libcublas");
         emit_skip("interop_cublas_replay_sync", 3, "no libcublas");
+        for (int s = 0; s < 2; s++)
+            for (int k = 0; k < 2; k++) emit_skip(k_lane_shapes[s].rows[k], LANE_KERNELS, "no libcublas");
+    } else {
+        for (int s = 0; s < 2; s++)
+            if (!have_lanes[s])
+                for (int k = 0; k < 2; k++) emit_error(k_lane_shapes[s].rows[k], LANE_KERNELS, lb[s].why);
     }
     if (!g_have_nccl) {
         const char *rows[] = {"interop_nccl_eager_sync_1dev", "interop_nccl_replay_sync_1dev",
@@ -929,6 +1275,8 @@ int main(int argc, char **argv)
 
     for (int round = 1; round <= g_rounds; round++) {
         if (g_have_cublas) gemm_round(&gb, round, us);
+        for (int s = 0; s < 2; s++)
+            if (have_lanes[s]) lanes_round(&lb[s], round);
         if (g_have_nccl) {
             for (int n = 1; n <= (two ? 2 : 1); n++) {
                 int first = round % 2 ? OP_EAGER_SYNC : OP_REPLAY_SYNC;
@@ -961,6 +1309,7 @@ int main(int argc, char **argv)
         free(g_workers[d].us);
     }
     if (g_have_cublas) gemm_free(&gb);
+    for (int s = 0; s < 2; s++) lanes_free(&lb[s]);
     free(us);
     fc_cuda_ctx_free(probe);
     logf_("done");
