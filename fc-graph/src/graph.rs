@@ -94,7 +94,9 @@ impl GraphExec {
     /// Instantiates a graph built from `ops` (taking ownership of it).
     pub(crate) fn instantiate_built(ctx: &Context, built: Built, ops: Ops) -> Result<GraphExec> {
         let Built { graph, nodes } = built;
-        let count = nodes.len();
+        // A conditional op is two nodes at this level: its setter kernel and
+        // the conditional node (its bodies are in graphs of their own).
+        let count = nodes.len() + ops.conditionals();
         let mut exec = Self::instantiate(ctx, Captured { graph, nodes: Some(count), topology: None })?;
         exec.built = Some(BuiltNodes::new(nodes, ops));
         Ok(exec)

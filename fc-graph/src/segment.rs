@@ -166,6 +166,12 @@ impl Ops {
     pub(crate) fn len(&self) -> usize {
         self.list.len()
     }
+
+    /// How many of the ops are conditional nodes (each also adds its setter
+    /// kernel to the graph).
+    pub(crate) fn conditionals(&self) -> usize {
+        self.list.iter().filter(|o| matches!(o, Op::Cond(_))).count()
+    }
 }
 
 /// An open segment: its ops and each lane's frontier (the ops its next op
