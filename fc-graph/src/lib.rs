@@ -110,6 +110,32 @@
 //! # Ok(()) }
 //! ```
 //!
+//! A foreign section can capture any lane's stream
+//! ([`Capture::foreign_begin_on`]): a cuBLAS GEMM on one lane is recorded
+//! beside the library's own kernels on another.
+//!
+//! ## Conditional nodes: loops and branches decided on the GPU
+//!
+//! In a recording that builds (CUDA 12.3+ drivers), [`Context::while_loop`],
+//! [`Context::repeat`], [`Context::if_then`], [`Context::if_else`] and
+//! [`Context::switch`] (12.8+) record their closure's work as the body of a
+//! conditional node; a `u32` in device memory decides, read on the device,
+//! so a kernel of the same graph may compute it. See [`conditional`].
+//!
+//! ```no_run
+//! # use fc_graph::{CaptureMode, Context};
+//! # fn main() -> fc_graph::Result<()> {
+//! # let ctx = Context::new(0)?;
+//! # let (x, y) = (ctx.alloc(64)?, ctx.alloc(64)?);
+//! let steps = ctx.alloc(4)?;
+//! steps.upload(&[8u32])?; // or written by a kernel of the recording
+//! let cap = ctx.begin_capture(CaptureMode::ThreadLocal)?;
+//! ctx.repeat(&steps, |c| c.add(&x, &y, &x, 16))?; // x += y, *steps times
+//! let graph = cap.end()?;
+//! graph.launch()?;
+//! # Ok(()) }
+//! ```
+//!
 //! ## Breaks: host code between captured segments
 //!
 //! Some steps cannot be captured (host decisions, data-dependent shapes,
