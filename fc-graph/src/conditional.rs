@@ -143,7 +143,13 @@ impl Context {
             ));
         }
         let kernels = self.cond_kernels()?;
-        let counter = if kind == CondKind::Repeat { Some(self.alloc(4)?) } else { None };
+        let counter = match kind {
+            CondKind::Repeat => {
+                let c = self.alloc(4)?;
+                Some((c.as_raw(), Box::new(c) as Box<dyn Send + Sync>))
+            }
+            _ => None,
+        };
         let cond = Box::new(CondOp { kind, src: buf.as_raw(), bodies: Vec::new(), counter, kernels });
         self.sink().begin_body(cond, self.lane_index(), max_bodies)
     }

@@ -101,8 +101,9 @@ pub(crate) struct CondOp {
     /// The device address the condition is read from.
     pub(crate) src: u64,
     pub(crate) bodies: Vec<Ops>,
-    /// [`CondKind::Repeat`]'s counter (4 bytes the graph owns).
-    pub(crate) counter: Option<crate::buffer::DeviceBuffer>,
+    /// [`CondKind::Repeat`]'s counter: its device address (4 bytes) and
+    /// what keeps it allocated while a graph made from the op lives.
+    pub(crate) counter: Option<(u64, Box<dyn Send + Sync>)>,
     pub(crate) kernels: Arc<crate::conditional_kernels::CondKernels>,
 }
 
@@ -116,7 +117,7 @@ impl CondOp {
     }
 
     fn counter_addr(&self) -> u64 {
-        self.counter.as_ref().map_or(0, |c| c.as_raw())
+        self.counter.as_ref().map_or(0, |c| c.0)
     }
 }
 
