@@ -23,9 +23,12 @@
 //! A break ends the segment, so every lane of it has finished when the
 //! break runs (a break joins every lane first); after a break, lanes start
 //! from the break. A recording is begun, split and ended on lane 0. A
-//! foreign section captures lane 0's stream; while one is open, other lanes
-//! refuse work and waits ([`crate::Error::CaptureState`]), which would
-//! otherwise run eagerly, outside the recording.
+//! foreign section captures one lane's stream (lane 0's, or the one
+//! [`crate::Recording::foreign_begin_on`] names): the other lanes go on
+//! recording meanwhile, so a library's call on one lane (a cuBLAS GEMM)
+//! runs beside the library's own kernels on another; waits from or for the
+//! section's lane are refused ([`crate::Error::CaptureState`]) until it
+//! ends.
 //! Eagerly, [`Context::synchronize`] on a lane waits for that lane only.
 
 use crate::context::Context;
