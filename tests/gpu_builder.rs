@@ -12,8 +12,8 @@ use fc_graph::{
     MemsetParams, Module,
 };
 use fc_graph_tests::{
-    assert_exact, chain_buffers, chain_cpu, chain_n, download, ensure, fail, rerun_with_env, run_gpu_tests, upload,
-    GpuTest, Rng, TEST_PTX,
+    assert_exact, chain_buffers, chain_cpu, chain_inputs, chain_n, download, ensure, fail, rerun_with_env,
+    run_gpu_tests, upload, GpuTest, TEST_PTX,
 };
 use libtest_mimic::Failed;
 
@@ -47,11 +47,7 @@ const ENV_TEST: &str = "fc_pdl_0_builds_full_edges";
 
 /// Inputs whose chain results depend on every step (as gpu_pdl's).
 fn inputs(seed: u64) -> (Vec<f32>, Vec<f32>) {
-    let mut rng = Rng::new(seed);
-    let xs: Vec<f32> = (0..N).map(|_| rng.f32_in(-4.0, 4.0)).collect();
-    let pick = [1.0f32, 1.0, -1.0, 0.5, 1.0, 0.75];
-    let ys: Vec<f32> = (0..N).map(|_| pick[(rng.next_u64() % pick.len() as u64) as usize]).collect();
-    (xs, ys)
+    chain_inputs(seed, N)
 }
 
 /// The chain built node by node, one line per op.

@@ -16,8 +16,8 @@ use fc_graph::{
     CaptureMode, Context, DeviceBuffer, Error, Event, Graph, KernelArg, LaunchConfig, Module, RecordingMode,
 };
 use fc_graph_tests::{
-    assert_exact, chain_buffers, chain_cpu, chain_n, download, ensure, fail, run_gpu_tests, upload, GpuTest, Rng,
-    TEST_PTX,
+    assert_exact, chain_buffers, chain_cpu, chain_inputs, chain_n, download, ensure, fail, run_gpu_tests, upload,
+    GpuTest, TEST_PTX,
 };
 use libtest_mimic::Failed;
 
@@ -55,11 +55,7 @@ const N: usize = 4096;
 const PAIRS: usize = 13;
 
 fn inputs(seed: u64) -> (Vec<f32>, Vec<f32>) {
-    let mut rng = Rng::new(seed);
-    let xs: Vec<f32> = (0..N).map(|_| rng.f32_in(-4.0, 4.0)).collect();
-    let pick = [1.0f32, 1.0, -1.0, 0.5, 1.0, 0.75];
-    let ys: Vec<f32> = (0..N).map(|_| pick[(rng.next_u64() % pick.len() as u64) as usize]).collect();
-    (xs, ys)
+    chain_inputs(seed, N)
 }
 
 fn record_chain(ctx: &Context, x: &DeviceBuffer, y: &DeviceBuffer, z: &DeviceBuffer) -> fc_graph::Result<Graph> {

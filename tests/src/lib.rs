@@ -107,6 +107,17 @@ pub fn chain_cpu(x: &mut [f32], y: &[f32], pairs: usize) {
     }
 }
 
+/// Inputs of the chain (`chain_n`, `chain_cpu`) over `n` floats, from
+/// `seed`: x in [-4, 4), y from {1, 1, -1, 0.5, 1, 0.75}, so that the chain
+/// stays finite and exact comparisons are meaningful.
+pub fn chain_inputs(seed: u64, n: usize) -> (Vec<f32>, Vec<f32>) {
+    let mut rng = Rng::new(seed);
+    let xs: Vec<f32> = (0..n).map(|_| rng.f32_in(-4.0, 4.0)).collect();
+    let pick = [1.0f32, 1.0, -1.0, 0.5, 1.0, 0.75];
+    let ys: Vec<f32> = (0..n).map(|_| pick[(rng.next_u64() % pick.len() as u64) as usize]).collect();
+    (xs, ys)
+}
+
 /// Allocates a buffer holding `data`.
 /// Runs the test binary again for `test` alone, with `env=value` set (for
 /// settings read once per process), and prints its output indented under a
