@@ -167,19 +167,39 @@ pub extern "C" fn fc_ctx_wait_lane(h: *mut fc_cuda_ctx, other: *const fc_cuda_ct
     })
 }
 
-/// The header's `FC_COND_*` kind with its buffer and case count as a
-/// conditional.
-fn conditional<'a>(kind: c_int, buf: &'a ::fc_graph::DeviceBuffer, cases: c_uint) -> Result<Conditional<'a>> {
+/// A conditional kind of the header (`FC_COND_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CondKind {
+    While,
+    Repeat,
+    If,
+    IfElse,
+    Switch,
+}
+
+/// The header's `FC_COND_*` value as a kind.
+fn cond_kind(kind: c_int) -> Result<CondKind> {
     match u32::try_from(kind) {
-        Ok(header::FC_COND_WHILE) => Ok(Conditional::While(buf)),
-        Ok(header::FC_COND_REPEAT) => Ok(Conditional::Repeat(buf)),
-        Ok(header::FC_COND_IF) => Ok(Conditional::If(buf)),
-        Ok(header::FC_COND_IF_ELSE) => Ok(Conditional::IfElse(buf)),
-        Ok(header::FC_COND_SWITCH) => Ok(Conditional::Switch(buf, cases)),
+        Ok(header::FC_COND_WHILE) => Ok(CondKind::While),
+        Ok(header::FC_COND_REPEAT) => Ok(CondKind::Repeat),
+        Ok(header::FC_COND_IF) => Ok(CondKind::If),
+        Ok(header::FC_COND_IF_ELSE) => Ok(CondKind::IfElse),
+        Ok(header::FC_COND_SWITCH) => Ok(CondKind::Switch),
         _ => Err(Error::invalid(format!(
             "unknown conditional kind {kind} (FC_COND_WHILE 0, FC_COND_REPEAT 1, FC_COND_IF 2, FC_COND_IF_ELSE 3, \
              FC_COND_SWITCH 4)"
         ))),
+    }
+}
+
+/// A kind with its buffer and case count (read for SWITCH only).
+fn conditional(kind: CondKind, buf: &::fc_graph::DeviceBuffer, cases: c_uint) -> Conditional<'_> {
+    match kind {
+        CondKind::While => Conditional::While(buf),
+        CondKind::Repeat => Conditional::Repeat(buf),
+        CondKind::If => Conditional::If(buf),
+        CondKind::IfElse => Conditional::IfElse(buf),
+        CondKind::Switch => Conditional::Switch(buf, cases),
     }
 }
 
@@ -193,7 +213,7 @@ pub extern "C" fn fc_graph_cond_begin_ctx(
 ) -> c_int {
     status(|| {
         handles::get_all!(c: CContext = h, "ctx"; b: ::fc_graph::DeviceBuffer = cond, "cond");
-        Ok(c.conditional_begin(conditional(kind, &b, cases)?)?)
+        Ok(c.conditional_begin(conditional(cond_kind(kind)?, &b, cases))?)
     })
 }
 
@@ -248,6 +268,21 @@ mod tests {
     }
 
     const INVALID_ARGUMENT: c_int = header::FC_ERR_INVALID_ARGUMENT as c_int;
+
+    #[test]
+    fn conditional_kinds_map_and_unknown_ones_are_refused() {
+        let kinds = [CondKind::While, CondKind::Repeat, CondKind::If, CondKind::IfElse, CondKind::Switch];
+        for (code, want) in (0..).zip(kinds) {
+            assert_eq!(cond_kind(code).ok(), Some(want), "FC_COND value {code}");
+        }
+        for bad in [-1, 5, c_int::MAX, c_int::MIN] {
+            let e = cond_kind(bad).unwrap_err();
+            assert!(
+                matches!(e, Error::Lib(::fc_graph::Error::InvalidArgument(ref m)) if m.contains("unknown conditional kind")),
+                "{e}"
+            );
+        }
+    }
 
     #[test]
     fn modes_round_trip_and_unknown_ones_are_refused() {
