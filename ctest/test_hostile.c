@@ -1547,13 +1547,20 @@ static void conditionals(fc_cuda_ctx *unused)
     EXPECT("end it twice", fc_graph_cond_end_ctx(P0.ctx), FC_ERR_CAPTURE_STATE, KW_NO_BODY);
     end_and_replay("the IF (taken) replays 3.5", 3.5f);
 
-    /* IF_ELSE not taken: the else body, (1.5 + 2) * 2 = 7 by a mul after. */
+    /* IF_ELSE not taken: the else body, (1.5 + 2) * 2 = 7 by a mul after
+     * (CUDA 12.8+; refused as unsupported before). */
     EXPECT("begin (IF_ELSE)", fc_graph_begin_ctx(P0.ctx), FC_OK, NULL);
-    EXPECT("IF_ELSE", fc_graph_cond_begin_ctx(P0.ctx, FC_COND_IF_ELSE, no, 0), FC_OK, NULL);
-    EXPECT("then: mul (not taken)", fc_mul_ctx(P0.ctx, P0.a, P0.a, P0.out, N), FC_OK, NULL);
-    EXPECT("else", fc_graph_cond_next_ctx(P0.ctx), FC_OK, NULL);
-    EXPECT("else: add", fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N), FC_OK, NULL);
-    EXPECT("end", fc_graph_cond_end_ctx(P0.ctx), FC_OK, NULL);
+    if (fc_cond_support() & FC_COND_SUPPORT_IF_ELSE) {
+        EXPECT("IF_ELSE", fc_graph_cond_begin_ctx(P0.ctx, FC_COND_IF_ELSE, no, 0), FC_OK, NULL);
+        EXPECT("then: mul (not taken)", fc_mul_ctx(P0.ctx, P0.a, P0.a, P0.out, N), FC_OK, NULL);
+        EXPECT("else", fc_graph_cond_next_ctx(P0.ctx), FC_OK, NULL);
+        EXPECT("else: add", fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N), FC_OK, NULL);
+        EXPECT("end", fc_graph_cond_end_ctx(P0.ctx), FC_OK, NULL);
+    } else {
+        EXPECT("IF_ELSE before 12.8", fc_graph_cond_begin_ctx(P0.ctx, FC_COND_IF_ELSE, no, 0), FC_ERR_UNSUPPORTED,
+               "12.8");
+        EXPECT("add", fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N), FC_OK, NULL);
+    }
     EXPECT("mul after", fc_mul_ctx(P0.ctx, P0.out, P0.b, P0.out, N), FC_OK, NULL);
     end_and_replay("the else body, then the mul: 7", 7.0f);
 

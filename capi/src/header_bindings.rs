@@ -34,6 +34,7 @@ pub const FC_COND_IF_ELSE: u32 = 3;
 pub const FC_COND_SWITCH: u32 = 4;
 pub const FC_COND_SUPPORT_IF_WHILE: u32 = 1;
 pub const FC_COND_SUPPORT_SWITCH: u32 = 2;
+pub const FC_COND_SUPPORT_IF_ELSE: u32 = 4;
 pub const FC_CACHE_HIT: u32 = 0;
 pub const FC_CACHE_CAPTURED: u32 = 1;
 pub const FC_CACHE_WARMED_UP: u32 = 2;

@@ -254,6 +254,9 @@ pub extern "C" fn fc_cond_support() -> c_int {
         if s.switch {
             bits |= header::FC_COND_SUPPORT_SWITCH;
         }
+        if s.if_else {
+            bits |= header::FC_COND_SUPPORT_IF_ELSE;
+        }
         Ok(bits as c_int)
     })
 }

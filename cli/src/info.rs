@@ -111,7 +111,8 @@ fn read_conditionals(ctx: &Context) -> Result<String, String> {
     if !s.if_while {
         return Ok("none (a CUDA 12.3+ driver has them)".to_string());
     }
-    let kinds = if s.switch { "IF, WHILE, SWITCH" } else { "IF, WHILE (SWITCH: CUDA 12.8+)" };
+    let kinds =
+        if s.switch && s.if_else { "IF, IF/ELSE, WHILE, SWITCH" } else { "IF, WHILE (IF/ELSE, SWITCH: CUDA 12.8+)" };
     match ctx.conditional_setters() {
         Ok(SetterSource::Driver) => Ok(format!("{kinds}; setters resolved by the driver")),
         Ok(SetterSource::Linked(p)) => Ok(format!("{kinds}; setters linked with {}", p.display())),
@@ -352,7 +353,7 @@ mod tests {
                     free: Ok(149_000_000_000),
                     pdl: Ok(true),
                     isolation: Ok((Isolation::Green, None)),
-                    conditionals: Ok("IF, WHILE, SWITCH; setters resolved by the driver".into()),
+                    conditionals: Ok("IF, IF/ELSE, WHILE, SWITCH; setters resolved by the driver".into()),
                     uuid: Ok("GPU-01234567-89ab-cdef-0123-456789abcdef".into()),
                 },
                 DeviceInfo {

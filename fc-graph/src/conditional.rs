@@ -22,7 +22,8 @@
 //!   once per replay, when the node starts (the graph keeps a counter of
 //!   its own).
 //! - [`Conditional::If`] / [`Conditional::IfElse`]: body 0 when
-//!   `*flag != 0`, else body 1 (after [`Context::conditional_next`]).
+//!   `*flag != 0`, else body 1 (after [`Context::conditional_next`]; an
+//!   else body needs a CUDA 12.8+ driver).
 //! - [`Conditional::Switch`]: body `*index` of `cases`, none when
 //!   `*index >= cases` (bodies follow each other through
 //!   [`Context::conditional_next`]; those never recorded are empty).
@@ -89,6 +90,8 @@ pub struct ConditionalSupport {
     pub if_while: bool,
     /// SWITCH nodes (CUDA 12.8+).
     pub switch: bool,
+    /// IF nodes with an else body (CUDA 12.8+).
+    pub if_else: bool,
 }
 
 /// What the loaded driver offers (none when no driver loads).
@@ -96,9 +99,10 @@ pub fn support() -> ConditionalSupport {
     match driver() {
         Ok(d) => {
             let if_while = d.cuGraphConditionalHandleCreate.is_some() && d.cuGraphAddNode.is_some();
-            ConditionalSupport { if_while, switch: if_while && d.driver_version() >= 12080 }
+            let v12_8 = if_while && d.driver_version() >= 12080;
+            ConditionalSupport { if_while, switch: v12_8, if_else: v12_8 }
         }
-        Err(_) => ConditionalSupport { if_while: false, switch: false },
+        Err(_) => ConditionalSupport { if_while: false, switch: false, if_else: false },
     }
 }
 
@@ -114,6 +118,12 @@ impl Context {
         let s = support();
         if !s.if_while {
             return Err(Error::Unsupported { feature: "conditional nodes", needs: "a CUDA 12.3+ driver".into() });
+        }
+        if matches!(c, Conditional::IfElse(_)) && !s.if_else {
+            return Err(Error::Unsupported {
+                feature: "IF conditional nodes with an else body",
+                needs: "a CUDA 12.8+ driver".into(),
+            });
         }
         if kind == CondKind::Switch {
             if !s.switch {

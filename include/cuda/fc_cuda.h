@@ -726,7 +726,7 @@ int fc_ctx_wait_lane(fc_cuda_ctx *ctx, const fc_cuda_ctx *other);
  *                    graph counts with 4 bytes of its own).
  *   FC_COND_IF       the body runs if *cond != 0.
  *   FC_COND_IF_ELSE  body 0 if *cond != 0, else body 1 (begin it with
- *                    fc_graph_cond_next_ctx).
+ *                    fc_graph_cond_next_ctx); CUDA 12.8+ drivers.
  *   FC_COND_SWITCH   body *cond of `cases` (1..65536); none when
  *                    *cond >= cases; fc_graph_cond_next_ctx moves to the
  *                    next case; cases never recorded are empty.
@@ -759,7 +759,7 @@ int fc_ctx_wait_lane(fc_cuda_ctx *ctx, const fc_cuda_ctx *other);
  * without an open recording that builds (see FC_RECORDING_*), during a
  * foreign section, or (next, end, abort) with no conditional open, or
  * (next) past the last body; FC_ERR_UNSUPPORTED on drivers without the
- * node type. fc_graph_cond_abort_ctx drops the innermost open conditional
+ * node type (IF_ELSE and SWITCH: before 12.8). fc_graph_cond_abort_ctx drops the innermost open conditional
  * with its bodies. */
 #define FC_COND_WHILE 0
 #define FC_COND_REPEAT 1
@@ -770,11 +770,13 @@ int fc_graph_cond_begin_ctx(fc_cuda_ctx *ctx, int kind, const fc_buffer *cond, u
 int fc_graph_cond_next_ctx(fc_cuda_ctx *ctx);
 int fc_graph_cond_end_ctx(fc_cuda_ctx *ctx);
 int fc_graph_cond_abort_ctx(fc_cuda_ctx *ctx);
-/* What the loaded driver offers: FC_COND_SUPPORT_IF_WHILE (IF, IF_ELSE,
- * WHILE, REPEAT) | FC_COND_SUPPORT_SWITCH, 0 for none; -1 with
- * FC_ERR_NO_DRIVER when no driver loads. Any thread. */
+/* What the loaded driver offers: FC_COND_SUPPORT_IF_WHILE (IF, WHILE,
+ * REPEAT; 12.3+) | FC_COND_SUPPORT_SWITCH (12.8+) | FC_COND_SUPPORT_IF_ELSE
+ * (12.8+), 0 for none; -1 with FC_ERR_NO_DRIVER when no driver loads. Any
+ * thread. */
 #define FC_COND_SUPPORT_IF_WHILE 1
 #define FC_COND_SUPPORT_SWITCH 2
+#define FC_COND_SUPPORT_IF_ELSE 4
 int fc_cond_support(void);
 
 /* ---- graph diagnostics ----------------------------------------------------
