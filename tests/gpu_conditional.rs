@@ -10,7 +10,8 @@
 use fc_graph::conditional::support;
 use fc_graph::{CaptureMode, Context, DeviceBuffer, Error, KernelArg, LaunchConfig, Module, RecordingMode};
 use fc_graph_tests::{
-    assert_exact, chain_cpu, chain_n, download, ensure, fail, run_gpu_tests, upload, GpuTest, Rng, TEST_PTX,
+    assert_exact, chain_cpu, chain_n, download, ensure, fail, rerun_with_env, run_gpu_tests, upload, GpuTest, Rng,
+    TEST_PTX,
 };
 use libtest_mimic::Failed;
 
@@ -27,6 +28,7 @@ fn main() {
             t("nested_loops_and_a_foreign_section_in_a_body", 1, nested_loops_and_a_foreign_section_in_a_body),
             t("bodies_refuse_what_they_cannot_hold", 1, bodies_refuse_what_they_cannot_hold),
             t("re_recorded_conditionals_update", 1, re_recorded_conditionals_update),
+            t("setters_linked_with_the_device_runtime", 1, setters_linked_with_the_device_runtime),
         ],
     )
 }
@@ -281,4 +283,30 @@ fn re_recorded_conditionals_update() -> TestResult {
     let r = record(&n5).map_err(fail)?.end_update(&mut g).map_err(fail)?;
     ensure!(r.instantiated == 1, "another count buffer re-instantiates: {r:?}");
     check(&g, 5, "after re-instantiation: 5 trips")
+}
+
+/// The fallback where a driver refuses the setters' plain load: linked at
+/// run time with the device runtime library (`FC_CONDITIONAL_SETTERS=link`
+/// forces it). Runs the REPEAT test again in a process of its own with the
+/// link forced; skips visibly where no `libcudadevrt.a` is found.
+fn setters_linked_with_the_device_runtime() -> TestResult {
+    let Some(ctx) = context()? else { return Ok(()) };
+    let env = fc_graph::conditional_kernels::SETTERS_ENV;
+    if std::env::var(env).is_ok() {
+        // The re-run itself: the setters must have been linked.
+        let how = ctx.conditional_setters().map_err(fail)?;
+        ensure!(matches!(how, fc_graph::conditional_kernels::SetterSource::Linked(_)), "loaded {how:?}");
+        println!("    setters: {how:?}");
+        return repeat_count_computed_on_the_device();
+    }
+    match fc_graph::conditional_kernels::find_device_runtime() {
+        None => {
+            println!("    SKIP: no libcudadevrt.a found (FC_CUDADEVRT, CUDA_HOME, /usr/local/cuda, NVIDIA wheels)");
+            Ok(())
+        }
+        Some(lib) => {
+            println!("    device runtime: {}", lib.display());
+            rerun_with_env("setters_linked_with_the_device_runtime", env, "link")
+        }
+    }
 }

@@ -20,6 +20,16 @@ use crate::module_handle::ModuleHandle;
 /// The PTX text (ISA 7.0, sm_50), embedded at build time.
 pub const CONDITIONAL_PTX: &str = include_str!("../kernels/conditional.ptx");
 
+/// `FC_CONDITIONAL_SETTERS=link` skips the plain load and links the setter
+/// kernels with the device runtime library (read at each context's first
+/// load): for drivers whose plain load misbehaves, and to test that path.
+pub const SETTERS_ENV: &str = "FC_CONDITIONAL_SETTERS";
+
+/// Whether `value` of [`SETTERS_ENV`] asks for linking.
+fn link_asked(value: Option<&str>) -> bool {
+    value.is_some_and(|v| v.trim().eq_ignore_ascii_case("link"))
+}
+
 /// How the setter kernels' module was loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SetterSource {
@@ -55,7 +65,12 @@ impl CondKernels {
     /// for as long as the result): plainly, else linked with the device
     /// runtime. The error says what was tried.
     pub(crate) fn load(raw_ctx: RawCtx) -> Result<Arc<CondKernels>> {
-        let (module, source) = match ModuleHandle::load(raw_ctx, CONDITIONAL_PTX) {
+        let plain = if link_asked(std::env::var(SETTERS_ENV).ok().as_deref()) {
+            Err(Error::invalid(format!("{SETTERS_ENV}=link: the plain load was skipped")))
+        } else {
+            ModuleHandle::load(raw_ctx, CONDITIONAL_PTX)
+        };
+        let (module, source) = match plain {
             Ok(m) => (m, SetterSource::Driver),
             Err(plain) => {
                 let Some(lib) = find_device_runtime() else {
@@ -163,6 +178,12 @@ mod tests {
             ]
         );
         assert!(CONDITIONAL_PTX.contains(".extern .func cudaGraphSetConditional"));
+    }
+
+    #[test]
+    fn only_link_asks_for_linking() {
+        assert!(link_asked(Some("link")) && link_asked(Some(" LINK ")));
+        assert!(!link_asked(None) && !link_asked(Some("")) && !link_asked(Some("auto")) && !link_asked(Some("1")));
     }
 
     #[test]

@@ -744,7 +744,8 @@ int fc_ctx_wait_lane(fc_cuda_ctx *ctx, const fc_cuda_ctx *other);
  * resolves cudaGraphSetConditional itself; where it does not, they are
  * linked at run time with the CUDA device runtime, libcudadevrt.a, found
  * through FC_CUDADEVRT, CUDA_HOME, CUDA_PATH, /usr/local/cuda or NVIDIA's
- * Python wheels; else FC_ERR_UNSUPPORTED).
+ * Python wheels; else FC_ERR_UNSUPPORTED). FC_CONDITIONAL_SETTERS=link
+ * skips the plain load and links them.
  * Ownership: `cond` stays the caller's; it must stay allocated while any
  * graph recorded with it is launched (the graph reads its address).
  * Threads: any thread; one body is open at a time per nesting level, shared
