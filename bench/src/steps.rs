@@ -735,7 +735,7 @@ const COUNTDOWN_PTX: &str = r#"
 fn while_rows(rig: &Rig, iters: usize, out: &mut dyn FnMut(StepOutput)) -> Result<()> {
     const TRIPS: u32 = 32;
     if !fc_graph::conditional::support().if_while {
-        println!("[fc] while_loop_32x26: the driver has no conditional nodes (CUDA 12.3+); skipped");
+        eprintln!("[fc] while_loop_32x26: the driver has no conditional nodes (CUDA 12.3+); skipped");
         return Ok(());
     }
     let module = Module::from_ptx(&rig.ctx, COUNTDOWN_PTX)?;

@@ -56,6 +56,8 @@ fn steps_measure_every_step() {
         assert!(r["median_us"].as_f64().is_some_and(|m| m >= 0.0), "{r}");
         assert!(r["p10_us"].as_f64().is_some() && r["p90_us"].as_f64().is_some() && r["n"].as_u64().is_some(), "{r}");
     }
+    // The stand-in has no conditional nodes: no device-side loop rows.
+    assert!(!rows.iter().any(|r| r["row"].as_str().is_some_and(|n| n.starts_with("step_while_loop"))), "{out}");
     // The stand-in has no cuGraphExecUpdate: no re-capture + update rows.
     assert!(!rows.iter().any(|r| r["row"].as_str().is_some_and(|n| n.starts_with("step_recapture_update"))), "{out}");
     // --quick leaves out the no-context probe.

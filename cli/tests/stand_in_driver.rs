@@ -62,10 +62,13 @@ fn info_reports_the_stand_in() {
         assert!(out.contains(want), "missing {want:?} in:\n{out}");
     }
     let optional = optional_entry_points();
-    let present = format!("Optional driver features: {} of {optional} present", optional - 1);
+    // The stand-in lacks cuGraphExecUpdate and cuGraphConditionalHandleCreate.
+    let present = format!("Optional driver features: {} of {optional} present", optional - 2);
     assert!(out.contains(&present), "missing {present:?} in:\n{out}");
     let row = |entry: &str| out.lines().find(|l| l.contains(entry)).map(str::to_string).unwrap_or_default();
     assert!(row("cuGraphExecUpdate").contains("| no "), "{out}");
+    assert!(row("cuGraphConditionalHandleCreate").contains("| no "), "{out}");
+    assert!(out.contains("none (a CUDA 12.3+ driver has them)"), "conditional nodes: {out}");
     assert!(row("cuFuncGetParamInfo").contains("| yes "), "{out}");
 }
 
