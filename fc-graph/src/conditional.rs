@@ -111,8 +111,9 @@ impl Context {
     /// docs](self)): the work recorded on this context from now on is its
     /// first body, until [`Context::conditional_next`] or
     /// [`Context::conditional_end`]. The node goes on this handle's lane.
-    /// Refused (nothing changes) without a recording that builds, during a
-    /// foreign section, on a driver without such nodes, or for a bad buffer.
+    /// Refused (nothing changes) without a recording that builds, on the
+    /// lane of an open foreign section, on a driver without such nodes, or
+    /// for a bad buffer.
     pub fn conditional_begin(&self, c: Conditional<'_>) -> Result<()> {
         let (kind, buf, max_bodies) = c.parts();
         let s = support();
