@@ -10,7 +10,8 @@
 #   the seed test, test_elementwise, test_replay, test_breakable,
 #   test_user_kernel, the Rust gpu_core suite (without
 #   shield_against_foreign_global_capture, whose control makes an
-#   unshielded call fail on purpose) and a small storm.
+#   unshielded call fail on purpose), the Rust gpu_conditional suite and a
+#   small storm.
 # The bad-input suites provoke failing driver calls on purpose (garbage PTX,
 # out of memory), so they run with --report-api-errors no; memory errors and
 # leaks still count: test_hostile and test_errors.
@@ -90,6 +91,9 @@ SUITES=(
     "test_breakable|report|memcheck synccheck||$BIN/test_breakable"
     "test_user_kernel|report|memcheck synccheck||$BIN/test_user_kernel"
     "gpu_core|report|memcheck||$TESTS/tests-gpu_core --test-threads=1 --skip shield_against_foreign_global_capture"
+    # Conditional nodes, with the setters resolved by the driver and (its
+    # last test, in a child process) linked with the device runtime.
+    "gpu_conditional|report|memcheck||$TESTS/tests-gpu_conditional --test-threads=1"
     # One thread per device: no thread interferes with another's capture, so
     # every driver call the library makes must succeed (API errors reported).
     "storm-1thread|report|memcheck synccheck|$STORM_ENV FC_STORM_THREADS=1|$BIN/test_storm"
