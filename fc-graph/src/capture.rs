@@ -121,11 +121,8 @@ impl<L> Capture<L> {
     /// [`Capture::foreign_begin`]): the section ends when `f` returns, also
     /// when it fails (`f`'s error is returned first).
     pub fn foreign<T>(&mut self, mode: CaptureMode, f: impl FnOnce(CUstream) -> Result<T>) -> Result<T> {
-        let stream = self.foreign_begin(mode)?;
-        let out = f(stream);
-        let ended = self.foreign_end();
-        let value = out?;
-        ended.map(|()| value)
+        let ctx = self.ctx.clone();
+        self.foreign_on(&ctx, mode, f)
     }
 
     /// [`Capture::foreign`] on a lane of the context (see

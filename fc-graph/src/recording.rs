@@ -623,9 +623,7 @@ fn update_built<L>(
 /// kernels, copies, memsets, empty nodes, child graphs and conditionals).
 fn check_body_nodes(ctx: &Context, g: CUgraph) -> Result<()> {
     bound(ctx.raw_ctx(), |d| {
-        let mut n = 0usize;
-        // SAFETY: a live graph we own; counting only.
-        check("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(g, std::ptr::null_mut(), &mut n) })?;
+        let mut n = node_count(d, g)?;
         let mut nodes: Vec<CUgraphNode> = vec![std::ptr::null_mut(); n];
         // SAFETY: room for `n` nodes.
         check("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(g, nodes.as_mut_ptr(), &mut n) })?;
