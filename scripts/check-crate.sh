@@ -34,6 +34,19 @@ if [[ ${#publishable[@]} -eq 0 ]]; then
 else
   args=()
   for p in "${publishable[@]}"; do args+=(-p "$p"); done
+  # Cargo unpacks the packages of its local registry (target/package/
+  # tmp-registry) into $CARGO_HOME/registry/src/-<hash of that path>/ and
+  # never unpacks a name and version it finds there again. Built at the same
+  # path with the same version, fc-graph would verify against an fc-cuda-sys
+  # from an earlier run (CI failed that way). Drop those copies first; the
+  # crates.io sources (index.* folders) are left alone.
+  src_cache="${CARGO_HOME:-$HOME/.cargo}/registry/src"
+  for p in "${publishable[@]}"; do
+    for d in "$src_cache"/-*/"$p"-*; do
+      [[ -d $d ]] || continue
+      rm -rf "$d" && echo "  removed cargo's earlier unpacked copy $d"
+    done
+  done
   out=$(mktemp)
   echo "cargo package ${args[*]} --allow-dirty (verified: each package built from its .crate)"
   if cargo package "${args[@]}" --allow-dirty >"$out" 2>&1; then
