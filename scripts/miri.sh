@@ -50,13 +50,30 @@ echo "miri: unit tests took $((SECONDS - start)) s"
 
 start=$SECONDS
 echo "miri: the hazard-pointer ordering test under seeds $seeds_hazard, the concurrent handle and recording-sink tests under seeds $seeds"
-MIRIFLAGS="$flags -Zmiri-many-seeds=$seeds_hazard" \
-    cargo +nightly miri test -q -p fcgraph-capi --lib hazard:: 2>&1 | tee target/miri-seeds.log
-MIRIFLAGS="$flags -Zmiri-many-seeds=$seeds" \
-    cargo +nightly miri test -q -p fcgraph-capi --lib -- concurrent_insert storm_of racing_frees \
-    a_freed_object lookups_while 2>&1 | tee -a target/miri-seeds.log
+# seeded RANGE WHAT CARGO-ARGS...: runs the tests under each seed of RANGE
+# (FROM..END, END excluded). Miri runs the seeds in parallel, so their
+# "test result" lines interleave and cannot be counted: they go to
+# target/miri-seeds.log (shown when a seed fails), and one line in
+# test.sh's tally form says how many seeded runs passed.
+: > target/miri-seeds.log
+seeded() {
+    local range=$1 what=$2 from end
+    shift 2
+    from=${range%..*} end=${range#*..}
+    if MIRIFLAGS="$flags -Zmiri-many-seeds=$range" cargo +nightly miri test -q "$@" >> target/miri-seeds.log 2>&1; then
+        echo "miri: $what under seeds $range: every seed passed"
+        echo "$((end - from)) passed, 0 failed, 0 skipped"
+    else
+        tail -n 60 target/miri-seeds.log
+        echo "miri: $what failed under a seed of $range (target/miri-seeds.log)"
+        echo "0 passed, 1 failed, 0 skipped"
+        return 1
+    fi
+}
+seeded "$seeds_hazard" "hazard pointers (capi hazard::)" -p fcgraph-capi --lib hazard::
+seeded "$seeds" "the handle table's concurrent tests" -p fcgraph-capi --lib -- concurrent_insert storm_of racing_frees \
+    a_freed_object lookups_while
 # The recording sink: launches from several threads into one segment.
-MIRIFLAGS="$flags -Zmiri-many-seeds=$seeds" \
-    cargo +nightly miri test -q -p fc-graph --lib segment:: 2>&1 | tee -a target/miri-seeds.log
+seeded "$seeds" "the recording sink (fc-graph segment::)" -p fc-graph --lib segment::
 echo "miri: seeded runs took $((SECONDS - start)) s"
 echo "PASS  miri: 0 errors"
