@@ -73,6 +73,23 @@ class BuilderGoals(unittest.TestCase):
         self.assertFalse(any("plain launches" in x for x in lines), lines)
         self.assertEqual(tally, {"met": 2})
 
+    def test_block_by_block_ratio_is_shown_beside_the_verdict(self):
+        r = rows(pdl=True)
+        r[("step_node_update_all_plain_fc", 2600)]["paired_fc_over_bare"] = 0.625
+        r[("step_node_update_all_plain_fc", 2600)]["paired_blocks"] = 6
+        r[("step_build_instantiate_fc", 2600)]["paired_fc_over_bare"] = 0.97
+        r[("step_build_instantiate_fc", 2600)]["paired_blocks"] = 6
+        tally, missed = collections.Counter(), []
+        lines = builder_goal_lines(r, tally, missed)
+        plain = line(lines, "every node changed (plain launches)")
+        self.assertIn("1.33x faster (goal >= 1.5x): MISSED (block by block: 1.60x faster over 6 block pairs)", plain)
+        build = line(lines, "build node by node")
+        self.assertIn("0.90x (goal <= 0.95x): met (block by block: 0.97x over 6 block pairs)", build)
+        # The verdicts stay the medians'.
+        self.assertEqual(tally, {"met": 2, "MISSED": 1})
+        self.assertEqual(missed, ["graph building, K = 2600, node_update_all_plain: 1.33x faster (goal >= 1.5x)"])
+        self.assertFalse(any("block by block" in x for x in lines if "(PDL)" in x), lines)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -21,7 +21,7 @@ use fc_graph::{
 
 use serde_json::json;
 
-use crate::stats::{no_extra, row_json, us_since, Summary, IMPL};
+use crate::stats::{no_extra, round, row_json, us_since, Summary, IMPL};
 
 /// What to measure.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,6 +105,23 @@ pub struct StepRow {
     pub kernels: usize,
     /// The samples' statistics, in microseconds.
     pub summary: Summary,
+    /// On the fc row of a pair timed by [`alternate_blocks`]: fc / bare
+    /// over adjacent blocks ([`paired_ratio`]).
+    pub paired: Option<Paired>,
+}
+
+/// fc / bare of a row pair timed in alternating blocks, block by block:
+/// the median over block pairs of (fc block median / bare block median).
+/// Adjacent blocks see the same state of the host, so a change of the
+/// host's speed during the row (seen in GPU run 53) weighs on both sides
+/// of each pair alike, where the ratio of the two rows' medians takes
+/// whichever state most of each side's rounds fell into.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Paired {
+    /// The median of the block pairs' ratios.
+    pub ratio: f64,
+    /// Block pairs.
+    pub blocks: usize,
 }
 
 impl StepRow {
@@ -115,7 +132,11 @@ impl StepRow {
 
     /// The row as one JSON object (the schema `bench/report.py` reads).
     pub fn json(&self) -> String {
-        row_json(&self.row_name(), self.kernels, &self.summary, no_extra())
+        let extra = match self.paired {
+            Some(p) => json!({ "paired_fc_over_bare": round(p.ratio, 4), "paired_blocks": p.blocks }),
+            None => no_extra(),
+        };
+        row_json(&self.row_name(), self.kernels, &self.summary, extra)
     }
 }
 
@@ -355,7 +376,23 @@ impl Rig {
 
 /// Emits one row.
 fn emit(out: &mut dyn FnMut(StepOutput), step: &'static str, variant: Variant, kernels: usize, samples: &mut [f64]) {
-    out(StepOutput::Row(StepRow { step, variant, kernels, summary: Summary::of(samples) }));
+    out(StepOutput::Row(StepRow { step, variant, kernels, summary: Summary::of(samples), paired: None }));
+}
+
+/// Emits the fc and bare rows of a pair timed by [`alternate_blocks`]
+/// with `iters` (samples in round order), the fc row with its
+/// [`paired_ratio`].
+fn emit_alternated(
+    out: &mut dyn FnMut(StepOutput),
+    step: &'static str,
+    kernels: usize,
+    iters: usize,
+    fc: &mut [f64],
+    bare: &mut [f64],
+) {
+    let paired = paired_ratio(fc, bare, block_rounds(iters));
+    out(StepOutput::Row(StepRow { step, variant: Variant::Fc, kernels, summary: Summary::of(fc), paired }));
+    emit(out, step, Variant::Bare, kernels, bare);
 }
 
 /// Measures every step as `cfg` says, handing each row to `out` as soon as
@@ -591,8 +628,7 @@ fn table_rows_in_mode(
     };
     // Capture + instantiate (destroyed untimed), alternating in blocks.
     let (mut fc, mut bare) = capture_instantiate_samples(d, rig, k, iters)?;
-    emit(out, capture_step, Variant::Fc, k, &mut fc);
-    emit(out, capture_step, Variant::Bare, k, &mut bare);
+    emit_alternated(out, capture_step, k, iters, &mut fc, &mut bare);
 
     // Re-capture + update in place, each side into its own executable.
     if d.cuGraphExecUpdate.is_none() {
@@ -806,8 +842,7 @@ fn while_rows(rig: &Rig, iters: usize, out: &mut dyn FnMut(StepOutput)) -> Resul
     }
     let (mut fc, mut bare) = alternate_blocks(iters, |_| device_loop(), |_| host_loop())?;
     rig.x.upload(&start)?;
-    emit(out, "while_loop_32x26", Variant::Fc, 26, &mut fc);
-    emit(out, "while_loop_32x26", Variant::Bare, 26, &mut bare);
+    emit_alternated(out, "while_loop_32x26", 26, iters, &mut fc, &mut bare);
     Ok(())
 }
 
@@ -1269,6 +1304,36 @@ fn fc_rerecord(rig: &Rig, g: &mut Graph, k: usize, swap: impl Fn(usize) -> bool)
 /// Rounds per block of [`alternate_blocks`] (fewer where `iters / 4` is).
 const BLOCK_ROUNDS: usize = 8;
 
+/// The timed rounds per block [`alternate_blocks`] uses for `iters`.
+fn block_rounds(iters: usize) -> usize {
+    BLOCK_ROUNDS.min(iters / 4).max(1)
+}
+
+/// fc / bare block by block ([`Paired`]): `fc` and `bare` are the samples
+/// of [`alternate_blocks`] in round order, in timed blocks of `block`
+/// rounds (each side's last block may be shorter). The i-th block of fc
+/// and the i-th of bare are adjacent in time (ABBA order). `None` when a
+/// side has no samples, the sides' block counts differ or a bare block's
+/// median is not positive.
+pub fn paired_ratio(fc: &[f64], bare: &[f64], block: usize) -> Option<Paired> {
+    let block = block.max(1);
+    let (f, b) = (fc.chunks(block), bare.chunks(block));
+    if fc.is_empty() || f.len() != b.len() {
+        return None;
+    }
+    let mut ratios = Vec::with_capacity(f.len());
+    for (x, y) in f.zip(b) {
+        let (mut x, mut y) = (x.to_vec(), y.to_vec());
+        let (fm, bm) = (Summary::of(&mut x).median, Summary::of(&mut y).median);
+        if bm.is_nan() || bm <= 0.0 || !fm.is_finite() {
+            return None;
+        }
+        ratios.push(fm / bm);
+    }
+    let blocks = ratios.len();
+    Some(Paired { ratio: Summary::of(&mut ratios).median, blocks })
+}
+
 /// Untimed rounds at the start of a side's first block.
 const FIRST_WARMUP_ROUNDS: usize = 2;
 
@@ -1287,7 +1352,7 @@ fn alternate_blocks(
     mut fc: impl FnMut(usize) -> Result<f64>,
     mut bare: impl FnMut(usize) -> Result<f64>,
 ) -> Result<(Vec<f64>, Vec<f64>)> {
-    let block = BLOCK_ROUNDS.min(iters / 4).max(1);
+    let block = block_rounds(iters);
     let mut samples = [Vec::with_capacity(iters), Vec::with_capacity(iters)];
     let mut rounds = [0usize; 2];
     let mut previous: Option<usize> = None;
@@ -1442,8 +1507,7 @@ impl UpdatePair {
                 Ok(us_since(t0, Instant::now()))
             },
         )?;
-        emit(out, step, Variant::Fc, k, &mut fc);
-        emit(out, step, Variant::Bare, k, &mut bare);
+        emit_alternated(out, step, k, iters, &mut fc, &mut bare);
         Ok(())
     }
 
@@ -1540,8 +1604,7 @@ impl UpdatePair {
                 Ok(us_since(t0, Instant::now()))
             },
         )?;
-        emit(out, "built_launch_sync", Variant::Fc, k, &mut fc);
-        emit(out, "built_launch_sync", Variant::Bare, k, &mut bare);
+        emit_alternated(out, "built_launch_sync", k, iters, &mut fc, &mut bare);
         Ok(())
     }
 }
@@ -1564,8 +1627,7 @@ fn builder_rows(d: &Driver, rig: &Rig, k: usize, iters: usize, out: &mut dyn FnM
         return Err(fc_graph::Error::invalid("the rig's recordings do not build (FC_RECORDING set?)"));
     }
     let (mut fc, mut bare) = capture_instantiate_samples(d, rig, k, iters)?;
-    emit(out, "build_instantiate", Variant::Fc, k, &mut fc);
-    emit(out, "build_instantiate", Variant::Bare, k, &mut bare);
+    emit_alternated(out, "build_instantiate", k, iters, &mut fc, &mut bare);
 
     if d.cuGraphExecUpdate.is_none() {
         return Ok(());
@@ -1625,6 +1687,68 @@ mod tests {
         let (fc, bare) = alternate_blocks(iters, |r| round(0, r), |r| round(1, r)).expect("no round fails");
         let pos = |v: Vec<f64>| v.into_iter().map(|p| p as usize).collect();
         (log.into_inner(), pos(fc), pos(bare))
+    }
+
+    #[test]
+    fn paired_ratio_cancels_a_speed_switch_inside_a_row() {
+        // The host doubles its speed halfway through a row of 40 rounds a
+        // side: fc takes 10 µs slow / 5 fast, bare 15 / 7.5, so fc / bare is
+        // 2/3 in either state. The ABBA order puts more fc than bare rounds
+        // into the slow half here, so the medians' ratio is off; the paired
+        // ratio is exact.
+        let iters = 40;
+        let slow_until = 45; // rounds of the whole run, both sides
+        let clock = std::cell::Cell::new(0usize);
+        let tick = |slow: f64| {
+            let t = clock.get();
+            clock.set(t + 1);
+            Ok(if t < slow_until { slow } else { slow / 2.0 })
+        };
+        let (fc, bare) = alternate_blocks(iters, |_| tick(10.0), |_| tick(15.0)).expect("no round fails");
+        let p = paired_ratio(&fc, &bare, block_rounds(iters)).expect("paired");
+        assert_eq!(p.blocks, 5);
+        assert!((p.ratio - 2.0 / 3.0).abs() < 1e-12, "{p:?}");
+        let (mut f, mut b) = (fc.clone(), bare.clone());
+        let medians = Summary::of(&mut f).median / Summary::of(&mut b).median;
+        assert!((medians - 2.0 / 3.0).abs() > 0.1, "the medians' ratio is thrown off: {medians}");
+    }
+
+    #[test]
+    fn paired_ratio_takes_the_median_of_block_ratios() {
+        // Blocks of 2: ratios 1.0, 0.5, 4.0 (one outlier block) -> 1.0.
+        let fc = [2.0, 2.0, 1.0, 1.0, 8.0, 8.0];
+        let bare = [2.0, 2.0, 2.0, 2.0, 2.0, 2.0];
+        assert_eq!(paired_ratio(&fc, &bare, 2), Some(Paired { ratio: 1.0, blocks: 3 }));
+        // A shorter last block pairs with the other side's shorter one.
+        assert_eq!(paired_ratio(&[1.0, 1.0, 3.0], &[2.0, 2.0, 3.0], 2), Some(Paired { ratio: 0.75, blocks: 2 }));
+        // Nothing to pair, unequal block counts, a bare median of 0.
+        assert_eq!(paired_ratio(&[], &[], 2), None);
+        assert_eq!(paired_ratio(&[1.0, 1.0, 1.0], &[1.0], 2), None);
+        assert_eq!(paired_ratio(&[1.0], &[0.0], 1), None);
+    }
+
+    #[test]
+    fn the_fc_row_of_a_pair_carries_its_paired_ratio() {
+        let mut rows = Vec::new();
+        let (mut fc, mut bare) = (vec![1.0, 1.0, 3.0, 3.0], vec![2.0, 2.0, 6.0, 6.0]);
+        emit_alternated(
+            &mut |o| {
+                if let StepOutput::Row(r) = o {
+                    rows.push(r)
+                }
+            },
+            "build_instantiate",
+            26,
+            8,
+            &mut fc,
+            &mut bare,
+        );
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].paired, Some(Paired { ratio: 0.5, blocks: 2 }));
+        assert_eq!(rows[1].paired, None);
+        let v: serde_json::Value = serde_json::from_str(&rows[0].json()).expect("JSON");
+        assert_eq!((v["paired_fc_over_bare"].as_f64(), v["paired_blocks"].as_u64()), (Some(0.5), Some(2)));
+        assert!(serde_json::from_str::<serde_json::Value>(&rows[1].json()).expect("JSON")["paired_blocks"].is_null());
     }
 
     #[test]

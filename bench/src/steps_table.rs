@@ -152,7 +152,7 @@ mod tests {
     }
 
     fn row(step: &'static str, variant: Variant, kernels: usize, median: f64) -> StepRow {
-        StepRow { step, variant, kernels, summary: s(median) }
+        StepRow { step, variant, kernels, summary: s(median), paired: None }
     }
 
     #[test]
