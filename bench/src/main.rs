@@ -42,6 +42,10 @@
 //! |                                  | (d=512, d2=2048) at 4096, then 2048, then 4096 rows        |
 //! | `pool_growth_{2,3}_over_1`       | bytes capture 2 (3) added / bytes capture 1 added          |
 //!
+//! `--rerecord-profile SECS` splits a re-recording of K = 26 into its
+//! steps beside the driver's floor (rows `rerecord_phases`), then
+//! re-records for SECS seconds for a sampling profiler (`rerecord_loop`).
+//!
 //! Without a usable CUDA driver it prints `[SKIP] no usable CUDA driver: <reason>`
 //! and exits 0.
 
@@ -127,6 +131,11 @@ struct Args {
     /// bench/src/isolated.rs), then exit.
     #[arg(long)]
     isolated: bool,
+    /// Split a re-recording of K = 26 into its steps (begin, the K calls,
+    /// end_update) beside the driver's floor, then re-record for SECS
+    /// seconds for a sampling profiler (rows `rerecord_*`), then exit.
+    #[arg(long, value_name = "SECS")]
+    rerecord_profile: Option<f64>,
 }
 
 impl Args {
@@ -196,6 +205,9 @@ fn run(args: &Args) -> Result<()> {
     }
     if args.isolated {
         return isolated::bench_isolated(args);
+    }
+    if let Some(secs) = args.rerecord_profile {
+        return fc_bench::steps::rerecord_profile(args.device, args.n, secs, &mut |line| println!("{line}"));
     }
     let count = Device::count()?;
     let dev = Device::get(args.device)?;
