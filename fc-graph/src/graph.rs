@@ -13,7 +13,7 @@ use crate::context::Context;
 use crate::driver::{check, shielded};
 use crate::error::{Error, Result};
 use crate::nodes::destroy_graph;
-use crate::segment::{Built, BuiltNodes, Ops};
+use crate::segment::{Built, BuiltNodes, Fit, Ops};
 use crate::topology::Topology;
 
 /// A break's host function: receives the context and the *live* value
@@ -102,9 +102,10 @@ impl GraphExec {
         Ok(exec)
     }
 
-    /// Whether `ops` can be applied to this executable node by node.
-    pub(crate) fn accepts_nodes(&self, ops: &Ops) -> bool {
-        self.built.as_ref().is_some_and(|b| b.accepts(ops))
+    /// How `ops` fits this executable: node by node or not, and whether
+    /// anything changed (see [`BuiltNodes::fit`]).
+    pub(crate) fn node_fit(&self, ops: &Ops) -> Fit {
+        self.built.as_ref().map_or(Fit::No, |b| b.fit(ops))
     }
 
     /// Whether a graph built from `ops` may update this executable with
@@ -114,12 +115,12 @@ impl GraphExec {
         self.built.as_ref().is_some_and(|b| b.may_update_whole(ops))
     }
 
-    /// Applies `ops` (which [`GraphExec::accepts_nodes`]) node by node;
-    /// returns the driver calls made (0 when nothing changed).
-    pub(crate) fn update_nodes(&mut self, ops: Ops) -> Result<usize> {
+    /// Applies `ops`, whose [`GraphExec::node_fit`] is `fit`, node by
+    /// node; returns the driver calls made (0 when nothing changed).
+    pub(crate) fn update_nodes(&mut self, ops: Ops, fit: Fit) -> Result<usize> {
         let exec = self.exec;
         match self.built.as_mut() {
-            Some(b) => b.update(self.ctx.raw_ctx(), exec, ops),
+            Some(b) => b.update(self.ctx.raw_ctx(), exec, ops, fit),
             None => Err(Error::invalid("not a graph built node by node")),
         }
     }
@@ -354,14 +355,7 @@ impl<L> Graph<L> {
     /// Installs the pieces of an update; `Piece::Reuse(i)` takes this
     /// graph's piece `i` (an executable updated in place).
     pub(crate) fn replace_pieces(&mut self, new: Vec<Piece<L>>) {
-        let mut old: Vec<Option<Piece<L>>> = self.pieces.drain(..).map(Some).collect();
-        self.pieces = new
-            .into_iter()
-            .map(|p| match p {
-                Piece::Reuse(i) => old.get_mut(i).and_then(Option::take).unwrap_or(Piece::Segment(None)),
-                other => other,
-            })
-            .collect();
+        install_pieces(&mut self.pieces, new);
     }
 
     /// Pieces in the graph: captured segments plus breaks (`2N + 1`).
@@ -525,5 +519,84 @@ impl Graph<()> {
     /// returns once the work is queued; [`Context::synchronize`] waits.
     pub fn launch(&self) -> Result<()> {
         self.replay(&())
+    }
+}
+
+/// Installs `new` as `pieces`: `Piece::Reuse(i)` takes the old piece `i`
+/// (an empty segment if there is none). When every kept piece keeps its
+/// place (a re-recording of the same pieces) only the others are replaced
+/// and nothing moves or allocates.
+fn install_pieces<L>(pieces: &mut Vec<Piece<L>>, new: Vec<Piece<L>>) {
+    let in_place =
+        new.len() == pieces.len() && new.iter().enumerate().all(|(j, p)| !matches!(p, Piece::Reuse(i) if *i != j));
+    if in_place {
+        for (slot, p) in pieces.iter_mut().zip(new) {
+            if !matches!(p, Piece::Reuse(_)) {
+                *slot = p;
+            }
+        }
+        return;
+    }
+    let mut old: Vec<Option<Piece<L>>> = pieces.drain(..).map(Some).collect();
+    *pieces = new
+        .into_iter()
+        .map(|p| match p {
+            Piece::Reuse(i) => old.get_mut(i).and_then(Option::take).unwrap_or(Piece::Segment(None)),
+            other => other,
+        })
+        .collect();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A break piece whose function captures a value, so that each lives
+    /// in an allocation of its own and is told apart by its address (never
+    /// called here).
+    fn brk() -> Piece<()> {
+        let tag = [7u64; 2];
+        Piece::Break(Box::new(move |_: &Context, _: &()| {
+            std::hint::black_box(tag);
+            Ok(())
+        }))
+    }
+
+    /// Each piece as a name: the break's box address, or "empty".
+    fn names(pieces: &[Piece<()>]) -> Vec<String> {
+        pieces
+            .iter()
+            .map(|p| match p {
+                Piece::Break(f) => format!("{:p}", &**f as *const _ as *const u8),
+                Piece::Segment(None) => "empty".into(),
+                Piece::Segment(Some(_)) => "exec".into(),
+                Piece::Reuse(i) => format!("reuse {i}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn kept_pieces_stay_in_place_and_others_are_replaced() {
+        let mut pieces = vec![Piece::Segment(None), brk(), Piece::Segment(None)];
+        let before = names(&pieces);
+        let fresh = brk();
+        let fresh_name = names(std::slice::from_ref(&fresh)).remove(0);
+        let buffer = pieces.as_ptr();
+        install_pieces(&mut pieces, vec![Piece::Reuse(0), fresh, Piece::Reuse(2)]);
+        assert_eq!(names(&pieces), vec![before[0].clone(), fresh_name, before[2].clone()]);
+        assert_eq!(pieces.as_ptr(), buffer, "in place: the same vector");
+    }
+
+    #[test]
+    fn moved_or_missing_pieces_are_rebuilt() {
+        let mut pieces = vec![brk(), Piece::Segment(None), brk()];
+        let before = names(&pieces);
+        install_pieces(&mut pieces, vec![Piece::Reuse(2), Piece::Reuse(0), Piece::Reuse(7)]);
+        assert_eq!(names(&pieces), vec![before[2].clone(), before[0].clone(), "empty".to_string()]);
+        let mut short = vec![brk()];
+        let first = names(&short);
+        install_pieces(&mut short, vec![Piece::Reuse(0), Piece::Segment(None), brk()]);
+        assert_eq!(names(&short)[..2], [first[0].clone(), "empty".to_string()]);
+        assert_eq!(short.len(), 3);
     }
 }

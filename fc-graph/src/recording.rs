@@ -30,7 +30,7 @@ use crate::driver::{bound, check, RawCtx};
 use crate::error::{Error, Result};
 use crate::graph::{node_count, BreakFn, Captured, Graph, GraphExec, Piece, UpdateReport};
 use crate::nodes::destroy_graph;
-use crate::segment::{materialize, Op, Ops, OwnedGraph};
+use crate::segment::{materialize, Fit, Op, Ops, OwnedGraph};
 
 /// A piece recorded by an open recording. Segments stay unbuilt (ops) or
 /// raw graphs until the recording ends, so an update can update any of them
@@ -459,18 +459,17 @@ impl<L> Recording<L> {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
-        let open_bodies = ctx.sink().open_bodies();
-        if open_bodies > 0 {
-            return Err(Error::capture_state(format!(
-                "the recording ended with {open_bodies} conditional node(s) open; end each with conditional_end \
-                 (or drop it with conditional_abort) before ending the recording"
-            )));
-        }
-        self.segment_open = false;
         if self.built {
-            let ops = ctx.sink().close().unwrap_or_default();
-            self.pieces.push(Pending::Built(ops));
+            let ops = ctx.sink().close_unless_in_body().map_err(|open_bodies| {
+                Error::capture_state(format!(
+                    "the recording ended with {open_bodies} conditional node(s) open; end each with \
+                     conditional_end (or drop it with conditional_abort) before ending the recording"
+                ))
+            })?;
+            self.segment_open = false;
+            self.pieces.push(Pending::Built(ops.unwrap_or_default()));
         } else {
+            self.segment_open = false;
             let last = end_segment(ctx)?;
             self.pieces.push(Pending::Segment(last));
         }
@@ -480,8 +479,7 @@ impl<L> Recording<L> {
     /// Leaves the stream out of capture, drops what is left (without
     /// touching the context's capture state).
     fn discard(&mut self) {
-        let ctx = self.ctx.clone();
-        let ctx = &ctx;
+        let ctx = &self.ctx;
         if let Some(f) = self.foreign.take() {
             if let Ok(Some(g)) = end_capture(ctx.raw_ctx(), f.stream) {
                 destroy_graph(ctx.raw_ctx(), g);
@@ -564,8 +562,9 @@ fn update_built<L>(
         report.instantiated += 1;
         return build_piece(ctx, ops, failure);
     };
-    if exec.accepts_nodes(&ops) {
-        return match exec.update_nodes(ops) {
+    let fit = exec.node_fit(&ops);
+    if fit != Fit::No {
+        return match exec.update_nodes(ops, fit) {
             Ok(calls) => {
                 report.updated += 1;
                 report.node_calls += calls;

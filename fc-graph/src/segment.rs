@@ -17,7 +17,7 @@
 //!   ([`BuiltNodes::update`]): unchanged nodes make no driver call.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use smallvec::SmallVec;
 
@@ -30,7 +30,7 @@ use crate::nodes::{
     create_conditional_handle, destroy_graph, pdl_change, programmatic_edge, set_kernel_node_params,
     update_kernel_node, update_memset_node, LaunchSpec, MemsetRaw, WordLaunch,
 };
-use crate::sync::lock;
+use crate::sync::SpinLock;
 
 /// A graph the recording owns (a captured foreign section), destroyed on
 /// drop in its context.
@@ -123,7 +123,7 @@ impl CondOp {
 
 /// Whether two segments record the same work with the same parameters.
 fn same_ops(a: &Ops, b: &Ops) -> bool {
-    a.len() == b.len() && a.deps == b.deps && a.list.iter().zip(&b.list).all(|(x, y)| same_params(x, y))
+    a.len() == b.len() && a.same_deps(b) && a.list.iter().zip(&b.list).all(|(x, y)| same_params(x, y))
 }
 
 // SAFETY: function handles and graphs are driver handles usable from any
@@ -154,18 +154,81 @@ pub(crate) type Deps = SmallVec<[u32; 2]>;
 #[derive(Default)]
 pub(crate) struct Ops {
     pub(crate) list: Vec<Op>,
-    /// `deps[i]`: the ops op `i` depends on (its lane's previous op, and
-    /// the last ops of lanes its lane waited for).
-    pub(crate) deps: Vec<Deps>,
+    /// `Some(deps)`: `deps[i]` lists the ops op `i` depends on (its lane's
+    /// previous op, and the last ops of lanes its lane waited for). `None`:
+    /// a chain, each op depending on the one before (every op on lane 0
+    /// and no wait: the common case, kept without a list, so that recording
+    /// an op is one push and comparing two chains is free).
+    deps: Option<Vec<Deps>>,
+}
+
+/// Op `i`'s dependency in a chain: the op before it.
+fn chain_dep(i: usize) -> Deps {
+    match i {
+        0 => Deps::new(),
+        _ => smallvec::smallvec![(i - 1) as u32],
+    }
+}
+
+/// Op `i`'s dependencies under `deps` (see [`Ops`]).
+fn deps_at(deps: &Option<Vec<Deps>>, i: usize) -> Deps {
+    match deps {
+        Some(d) => d.get(i).cloned().unwrap_or_default(),
+        None => chain_dep(i),
+    }
 }
 
 impl Ops {
+    /// Ops with explicit dependencies (`deps[i]` for op `i`).
+    #[cfg(test)]
+    pub(crate) fn with_deps(list: Vec<Op>, deps: Vec<Deps>) -> Ops {
+        Ops { list, deps: Some(deps) }
+    }
+
+    /// Ops that form a chain (each depends on the one before).
+    #[cfg(test)]
+    pub(crate) fn chain(list: Vec<Op>) -> Ops {
+        Ops { list, deps: None }
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.list.is_empty()
     }
 
     pub(crate) fn len(&self) -> usize {
         self.list.len()
+    }
+
+    /// The ops op `i` depends on.
+    pub(crate) fn deps_of(&self, i: usize) -> Deps {
+        deps_at(&self.deps, i)
+    }
+
+    /// Every op's dependencies, in order (for tests and messages).
+    #[cfg(test)]
+    pub(crate) fn all_deps(&self) -> Vec<Vec<u32>> {
+        (0..self.len()).map(|i| self.deps_of(i).to_vec()).collect()
+    }
+
+    /// Whether both have the same dependencies (op for op; the lengths are
+    /// the caller's to compare). Two chains are, at no cost.
+    fn same_deps(&self, other: &Ops) -> bool {
+        match (&self.deps, &other.deps) {
+            (None, None) => true,
+            (Some(a), Some(b)) => a == b,
+            _ => (0..self.len().max(other.len())).all(|i| self.deps_of(i) == other.deps_of(i)),
+        }
+    }
+
+    /// The explicit dependency list, made from the chain on first use.
+    fn explicit_deps(&mut self) -> &mut Vec<Deps> {
+        let n = self.list.len();
+        let cap = self.list.capacity();
+        self.deps.get_or_insert_with(|| {
+            let mut d = Vec::with_capacity(cap);
+            d.extend((0..n).map(chain_dep));
+            d
+        })
     }
 
     /// How many of the ops are conditional nodes (each also adds its setter
@@ -176,7 +239,8 @@ impl Ops {
 }
 
 /// An open segment: its ops and each lane's frontier (the ops its next op
-/// depends on). While a conditional body records, `ops` and `frontier` are
+/// depends on; kept only once the ops' dependencies are explicit, see
+/// [`Ops`]). While a conditional body records, `ops` and `frontier` are
 /// the body's, and the enclosing ones wait in `bodies`.
 struct Open {
     ops: Ops,
@@ -200,13 +264,29 @@ pub(crate) const MAX_BODY_DEPTH: usize = 32;
 
 impl Open {
     fn push(&mut self, op: Op, lane: usize) {
+        if lane == 0 && self.ops.deps.is_none() {
+            // Still a chain: the op depends on the one before.
+            self.ops.list.push(op);
+            return;
+        }
+        self.make_explicit();
         let i = self.ops.list.len() as u32;
         if self.frontier.len() <= lane {
             self.frontier.resize(lane + 1, Deps::new());
         }
         let deps = std::mem::replace(&mut self.frontier[lane], smallvec::smallvec![i]);
         self.ops.list.push(op);
-        self.ops.deps.push(deps);
+        self.ops.explicit_deps().push(deps);
+    }
+
+    /// Makes the ops' dependencies explicit (a first op on another lane,
+    /// or a wait), with lane 0's frontier at the chain's last op.
+    fn make_explicit(&mut self) {
+        if self.ops.deps.is_none() {
+            self.ops.explicit_deps();
+            let n = self.ops.list.len();
+            self.frontier = vec![if n == 0 { Deps::new() } else { smallvec::smallvec![(n - 1) as u32] }];
+        }
     }
 }
 
@@ -218,7 +298,7 @@ pub(crate) struct Sink {
     /// The lane whose stream a foreign section captures ([`NO_LANE`]: none):
     /// its launches are not taken (they go to its capturing stream).
     foreign: AtomicUsize,
-    open: Mutex<Option<Open>>,
+    open: SpinLock<Option<Open>>,
     /// Ops the last closed segment held: the next one starts with room for
     /// as many (recordings of a model repeat).
     hint: AtomicUsize,
@@ -232,7 +312,7 @@ impl Default for Sink {
         Sink {
             active: AtomicBool::new(false),
             foreign: AtomicUsize::new(NO_LANE),
-            open: Mutex::new(None),
+            open: SpinLock::new(None),
             hint: AtomicUsize::new(0),
         }
     }
@@ -243,21 +323,28 @@ impl Sink {
     /// segment's beginning).
     pub(crate) fn open(&self) {
         let room = self.hint.load(Ordering::Relaxed).min(1 << 16);
-        let ops = Ops { list: Vec::with_capacity(room), deps: Vec::with_capacity(room) };
-        let mut open = lock(&self.open);
-        *open = Some(Open { ops, frontier: vec![Deps::new()], bodies: Vec::new() });
+        let ops = Ops { list: Vec::with_capacity(room), deps: None };
+        let mut open = self.open.lock();
+        let left = open.replace(Open { ops, frontier: Vec::new(), bodies: Vec::new() });
         self.foreign.store(NO_LANE, Ordering::Release);
         self.active.store(true, Ordering::Release);
+        drop(open);
+        // Whatever an earlier segment left is dropped outside the lock (its
+        // foreign sections' graphs are destroyed by driver calls).
+        drop(left);
     }
 
     /// Stops taking launches and hands over what the segment recorded
     /// (conditional bodies still open are dropped: see
     /// [`Sink::open_bodies`]).
     pub(crate) fn close(&self) -> Option<Ops> {
-        let mut open = lock(&self.open);
+        let mut open = self.open.lock();
         self.active.store(false, Ordering::Release);
         self.foreign.store(NO_LANE, Ordering::Release);
-        let taken = open.take().map(|mut o| match o.bodies.drain(..).next() {
+        let taken = open.take();
+        drop(open);
+        // Open bodies are dropped outside the lock (see `Sink::open`).
+        let taken = taken.map(|mut o| match o.bodies.drain(..).next() {
             Some(outermost) => outermost.outer_ops,
             None => o.ops,
         });
@@ -267,17 +354,33 @@ impl Sink {
         taken
     }
 
+    /// [`Sink::close`] unless conditional bodies are open: then nothing
+    /// changes and `Err` says how many (one lock for both).
+    pub(crate) fn close_unless_in_body(&self) -> std::result::Result<Option<Ops>, usize> {
+        let mut open = self.open.lock();
+        if let Some(n) = open.as_ref().map(|o| o.bodies.len()).filter(|&n| n > 0) {
+            return Err(n);
+        }
+        self.active.store(false, Ordering::Release);
+        self.foreign.store(NO_LANE, Ordering::Release);
+        let taken = open.take().map(|o| o.ops);
+        if let Some(v) = &taken {
+            self.hint.store(v.len(), Ordering::Relaxed);
+        }
+        Ok(taken)
+    }
+
     /// Stops taking `lane`'s launches for a while (a foreign section,
     /// during which that lane's stream captures them), keeping what was
     /// recorded; the other lanes' launches are still taken.
     pub(crate) fn pause(&self, lane: usize) {
-        let _open = lock(&self.open);
+        let _open = self.open.lock();
         self.foreign.store(lane, Ordering::Release);
     }
 
     /// Takes every lane's launches again after [`Sink::pause`].
     pub(crate) fn resume(&self) {
-        let _open = lock(&self.open);
+        let _open = self.open.lock();
         self.foreign.store(NO_LANE, Ordering::Release);
     }
 
@@ -298,7 +401,7 @@ impl Sink {
     /// (no segment is open, or a foreign section captures the lane's
     /// stream: the caller enqueues the work on it; `op` is dropped).
     pub(crate) fn push(&self, op: Op, lane: usize) -> bool {
-        let mut open = lock(&self.open);
+        let mut open = self.open.lock();
         match open.as_mut() {
             Some(o) if self.active.load(Ordering::Acquire) && self.foreign.load(Ordering::Acquire) != lane => {
                 o.push(op, lane);
@@ -311,7 +414,7 @@ impl Sink {
     /// Records `op` on `lane` even while paused (the end of a foreign
     /// section); `false` (and `op` dropped) when the segment is closed.
     pub(crate) fn push_paused(&self, op: Op, lane: usize) -> bool {
-        match lock(&self.open).as_mut() {
+        match self.open.lock().as_mut() {
             Some(o) => {
                 o.push(op, lane);
                 true
@@ -323,7 +426,7 @@ impl Sink {
     /// How many conditional bodies are open (nested), 0 when the segment
     /// is closed.
     pub(crate) fn open_bodies(&self) -> usize {
-        lock(&self.open).as_ref().map_or(0, |o| o.bodies.len())
+        self.open.lock().as_ref().map_or(0, |o| o.bodies.len())
     }
 
     /// Starts recording the first body of `cond`, a conditional node that
@@ -332,7 +435,7 @@ impl Sink {
     /// body's beginning). `Err` (and `cond` dropped) when launches are not
     /// taken now or the nesting is too deep.
     pub(crate) fn begin_body(&self, cond: Box<CondOp>, lane: usize, max_bodies: usize) -> Result<()> {
-        let mut open = lock(&self.open);
+        let mut open = self.open.lock();
         let Some(o) = open.as_mut().filter(|_| self.active.load(Ordering::Acquire)) else {
             return Err(crate::error::Error::capture_state(
                 "a conditional node needs an open recording that builds its graph (not one that captures the \
@@ -350,7 +453,7 @@ impl Sink {
             )));
         }
         let outer_ops = std::mem::take(&mut o.ops);
-        let outer_frontier = std::mem::replace(&mut o.frontier, vec![Deps::new()]);
+        let outer_frontier = std::mem::take(&mut o.frontier);
         o.bodies.push(BodyFrame { outer_ops, outer_frontier, lane, cond, max_bodies });
         Ok(())
     }
@@ -359,7 +462,7 @@ impl Sink {
     /// IF's else, a SWITCH's next case). `Err` when no body is open or the
     /// node has no more.
     pub(crate) fn next_body(&self) -> Result<()> {
-        let mut open = lock(&self.open);
+        let mut open = self.open.lock();
         let Some(o) = open.as_mut() else { return Err(no_body()) };
         let Some(frame) = o.bodies.last_mut() else { return Err(no_body()) };
         if frame.cond.bodies.len() + 1 >= frame.max_bodies {
@@ -369,14 +472,14 @@ impl Sink {
             )));
         }
         frame.cond.bodies.push(std::mem::take(&mut o.ops));
-        o.frontier = vec![Deps::new()];
+        o.frontier = Vec::new();
         Ok(())
     }
 
     /// Ends the open body and its conditional node, which is recorded on
     /// its lane after that lane's last op. Bodies never opened stay empty.
     pub(crate) fn end_body(&self) -> Result<()> {
-        let mut open = lock(&self.open);
+        let mut open = self.open.lock();
         let Some(o) = open.as_mut() else { return Err(no_body()) };
         let Some(mut frame) = o.bodies.pop() else { return Err(no_body()) };
         frame.cond.bodies.push(std::mem::replace(&mut o.ops, frame.outer_ops));
@@ -388,11 +491,14 @@ impl Sink {
     /// Drops the innermost open body and its node, recording nothing of
     /// either; `false` when none is open.
     pub(crate) fn abort_body(&self) -> bool {
-        let mut open = lock(&self.open);
+        let mut open = self.open.lock();
         let Some(o) = open.as_mut() else { return false };
         let Some(frame) = o.bodies.pop() else { return false };
-        o.ops = frame.outer_ops;
+        let body = std::mem::replace(&mut o.ops, frame.outer_ops);
         o.frontier = frame.outer_frontier;
+        drop(open);
+        // The body's ops and its node go outside the lock (see `Sink::open`).
+        drop((body, frame.cond));
         true
     }
 
@@ -400,10 +506,11 @@ impl Sink {
     /// fork or a join, recorded): `false` when launches are not taken now
     /// (the caller orders the streams eagerly).
     pub(crate) fn wait(&self, a: usize, b: usize) -> bool {
-        let mut open = lock(&self.open);
+        let mut open = self.open.lock();
         let Some(o) = open.as_mut().filter(|_| self.active.load(Ordering::Acquire)) else {
             return false;
         };
+        o.make_explicit();
         let need = a.max(b) + 1;
         if o.frontier.len() < need {
             o.frontier.resize(need, Deps::new());
@@ -474,9 +581,11 @@ unsafe fn add_ops(
         (Vec::with_capacity(edges), Vec::with_capacity(edges), Vec::with_capacity(edges));
     let mut dep_nodes: Vec<CUgraphNode> = Vec::with_capacity(4);
     let mut kernel_flags: Vec<bool> = Vec::with_capacity(n);
-    for (op, deps) in ops.list.iter_mut().zip(&ops.deps) {
+    let Ops { list, deps: all_deps } = ops;
+    for (at, op) in list.iter_mut().enumerate() {
+        let deps = deps_at(all_deps, at);
         dep_nodes.clear();
-        for &i in deps {
+        for &i in &deps {
             let node = nodes.get(i as usize).copied();
             dep_nodes.push(node.ok_or_else(|| crate::error::Error::invalid("an op depends on a later op"))?);
         }
@@ -579,8 +688,8 @@ unsafe fn add_conditional(
 /// The nodes of `ops` no other op depends on (where a body ends).
 fn leaves(ops: &Ops, nodes: &[CUgraphNode]) -> Vec<CUgraphNode> {
     let mut used = vec![false; ops.len()];
-    for deps in &ops.deps {
-        for &i in deps {
+    for at in 0..ops.len() {
+        for &i in &ops.deps_of(at) {
             if let Some(u) = used.get_mut(i as usize) {
                 *u = true;
             }
@@ -606,6 +715,18 @@ fn ops_is_kernel_at(kernel_flags: &[bool], i: usize) -> bool {
     kernel_flags.get(i).copied().unwrap_or(false)
 }
 
+/// How a re-recorded segment fits an executable built from ops
+/// ([`BuiltNodes::fit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fit {
+    /// Not node by node (another count, shape or dependencies).
+    No,
+    /// Node by node, and every parameter is equal: nothing to do.
+    Same,
+    /// Node by node, with changed parameters.
+    Changed,
+}
+
 /// What an executable graph built from ops keeps: the node of each op in
 /// its source graph and the parameters it was last given. The ops also
 /// keep user kernels' modules loaded while the graph lives.
@@ -624,15 +745,34 @@ impl BuiltNodes {
         BuiltNodes { nodes, ops }
     }
 
-    /// Whether `new` can be applied node by node: as many ops, each of the
-    /// same kind and shape (a kernel of the same function and PDL, a
-    /// memset of the same size), and no foreign section (child graphs are
-    /// updated through `cuGraphExecUpdate`).
+    /// Whether `new` can be applied node by node: as many ops, with the
+    /// same dependencies, each of the same kind and shape (a kernel of the
+    /// same function and PDL, a memset of the same size), and no foreign
+    /// section (child graphs are updated through `cuGraphExecUpdate`).
+    #[cfg(test)]
     pub(crate) fn accepts(&self, new: &Ops) -> bool {
-        self.nodes.len() == self.ops.len()
-            && self.ops.len() == new.len()
-            && self.ops.deps == new.deps
-            && self.ops.list.iter().zip(&new.list).all(|(a, b)| a.same_shape(b))
+        self.fit(new) != Fit::No
+    }
+
+    /// How `new` fits the ops this executable was made from, in one pass:
+    /// [`Fit::No`] unless it can be applied node by node (see
+    /// [`BuiltNodes::accepts`]), else whether any parameter changed.
+    pub(crate) fn fit(&self, new: &Ops) -> Fit {
+        if self.nodes.len() != self.ops.len() || self.ops.len() != new.len() || !self.ops.same_deps(new) {
+            return Fit::No;
+        }
+        let mut changed = false;
+        for (a, b) in self.ops.list.iter().zip(&new.list) {
+            if !a.same_shape(b) {
+                return Fit::No;
+            }
+            changed = changed || !same_params(a, b);
+        }
+        if changed {
+            Fit::Changed
+        } else {
+            Fit::Same
+        }
     }
 
     /// Whether a graph built from `new` may go to `cuGraphExecUpdate`
@@ -649,7 +789,7 @@ impl BuiltNodes {
         };
         self.nodes.len() == self.ops.len()
             && self.ops.len() == new.len()
-            && self.ops.deps == new.deps
+            && self.ops.same_deps(new)
             && self.ops.list.iter().zip(&new.list).all(|(a, b)| match (a, b) {
                 (Op::Memset(x), Op::Memset(y)) => x.same_shape(y),
                 (Op::Child { nodes: x, .. }, Op::Child { nodes: y, .. }) => x == y,
@@ -657,18 +797,20 @@ impl BuiltNodes {
             })
     }
 
-    /// Applies `new` (which [`BuiltNodes::accepts`]) to `exec`, node by
-    /// node: only changed nodes make a driver call. Returns the calls made.
+    /// Applies `new`, whose [`BuiltNodes::fit`] is `fit` (not
+    /// [`Fit::No`]), to `exec`, node by node: only changed nodes make a
+    /// driver call, and [`Fit::Same`] none at all. Returns the calls made.
     /// On error the nodes set so far keep their new parameters (and are
     /// known to), the rest their old ones.
-    pub(crate) fn update(&mut self, ctx: RawCtx, exec: CUgraphExec, new: Ops) -> Result<usize> {
+    pub(crate) fn update(&mut self, ctx: RawCtx, exec: CUgraphExec, new: Ops, fit: Fit) -> Result<usize> {
         let raw_ctx = ctx.raw;
         let mut calls = 0usize;
-        let changed = self.ops.list.iter().zip(&new.list).any(|(a, b)| !same_params(a, b));
-        if !changed {
+        match fit {
             // The old ops stay: equal, and a conditional's counter is the
             // one the executable reads.
-            return Ok(0);
+            Fit::Same => return Ok(0),
+            Fit::No => return Err(crate::error::Error::invalid("the re-recording has another shape")),
+            Fit::Changed => {}
         }
         let (nodes, ops) = (&self.nodes, &mut self.ops.list);
         bound(ctx, |d| {
@@ -738,11 +880,12 @@ mod tests {
         Op::Binary(WordLaunch { func, cfg, words: [a, 2, 3, 1024], pdl })
     }
 
-    /// `ops` as one chain: each depends on the one before.
+    /// `ops` as one chain: each depends on the one before, listed
+    /// explicitly (as a recording with lanes keeps them).
     fn chain(list: Vec<Op>) -> Ops {
         let deps =
             (0..list.len() as u32).map(|i| if i == 0 { Deps::new() } else { smallvec::smallvec![i - 1] }).collect();
-        Ops { list, deps }
+        Ops::with_deps(list, deps)
     }
 
     fn memset(dst: u64, count: usize) -> Op {
@@ -770,10 +913,7 @@ mod tests {
         assert!(sink.begin_body(super::tests::cond(CondKind::If, 1), 1, 1).is_err(), "no conditional on it");
         sink.resume();
         let ops = sink.close().expect("open");
-        assert_eq!(
-            ops.deps.iter().map(|d| d.to_vec()).collect::<Vec<_>>(),
-            vec![vec![], vec![], vec![0], vec![2], vec![3]]
-        );
+        assert_eq!(ops.all_deps(), vec![vec![], vec![], vec![0], vec![2], vec![3]]);
         let dsts: Vec<u64> = ops
             .list
             .iter()
@@ -804,12 +944,59 @@ mod tests {
         assert!(sink.push(memset(0x01, 4), 0)); // 4
         assert!(sink.push(memset(0x30, 4), 3)); // 5: lane 3, never forked
         let ops = sink.close().expect("open");
-        let deps: Vec<Vec<u32>> = ops.deps.iter().map(|d| d.to_vec()).collect();
+        let deps: Vec<Vec<u32>> = ops.all_deps();
         assert_eq!(deps, vec![vec![], vec![0], vec![0], vec![1], vec![0, 3, 2], vec![]]);
         assert!(!sink.wait(0, 1), "closed: waits are eager");
         sink.open();
         assert!(sink.push(memset(0x40, 4), 1));
-        assert_eq!(sink.close().expect("open").deps[0].len(), 0, "after a segment ends, lanes start anew");
+        assert_eq!(sink.close().expect("open").deps_of(0).len(), 0, "after a segment ends, lanes start anew");
+    }
+
+    #[test]
+    fn a_single_lane_records_a_chain_without_a_list_until_lanes_appear() {
+        let sink = Sink::default();
+        sink.open();
+        for i in 0..3 {
+            assert!(sink.push(memset(0x10 + i, 4), 0));
+        }
+        let chain = sink.close().expect("open");
+        assert!(chain.deps.is_none(), "lane 0 alone: an implicit chain");
+        assert_eq!(chain.all_deps(), vec![vec![], vec![0], vec![1]]);
+
+        sink.open();
+        assert!(sink.push(memset(0x10, 4), 0)); // 0
+        assert!(sink.push(memset(0x11, 4), 0)); // 1
+        assert!(sink.push(memset(0x20, 4), 1)); // 2: lane 1, never forked
+        assert!(sink.push(memset(0x12, 4), 0)); // 3: after lane 0's last
+        let ops = sink.close().expect("open");
+        assert!(ops.deps.is_some(), "a second lane makes the list explicit");
+        assert_eq!(ops.all_deps(), vec![vec![], vec![0], vec![], vec![1]]);
+
+        sink.open();
+        assert!(sink.push(memset(0x10, 4), 0));
+        assert!(sink.wait(0, 0), "a wait of a lane on itself adds nothing");
+        assert!(sink.push(memset(0x11, 4), 0));
+        let waited = sink.close().expect("open");
+        assert!(waited.deps.is_some());
+        assert_eq!(waited.all_deps(), vec![vec![], vec![0]]);
+    }
+
+    #[test]
+    fn fit_compares_shape_and_parameters_in_one_pass_across_both_forms() {
+        let ops = || vec![kernel(1, 0, true), memset(8, 16), kernel(2, 0, false)];
+        let old = BuiltNodes::new(vec![std::ptr::null_mut(); 3], chain(ops()));
+        assert_eq!(old.fit(&Ops::chain(ops())), Fit::Same, "an implicit chain equals the explicit one");
+        assert_eq!(old.fit(&chain(ops())), Fit::Same);
+        let changed = vec![kernel(1, 5, true), memset(8, 16), kernel(2, 0, false)];
+        assert_eq!(old.fit(&Ops::chain(changed)), Fit::Changed);
+        let reshaped = vec![kernel(1, 5, true), memset(8, 17), kernel(2, 0, false)];
+        assert_eq!(old.fit(&Ops::chain(reshaped)), Fit::No, "a changed shape after a changed parameter");
+        let forked = Ops::with_deps(ops(), vec![Deps::new(), smallvec::smallvec![0], smallvec::smallvec![0]]);
+        assert_eq!(old.fit(&forked), Fit::No, "other dependencies");
+        let implicit = BuiltNodes::new(vec![std::ptr::null_mut(); 3], Ops::chain(ops()));
+        assert_eq!(implicit.fit(&forked), Fit::No);
+        assert_eq!(implicit.fit(&chain(ops())), Fit::Same);
+        assert_eq!(implicit.fit(&Ops::chain(vec![kernel(1, 0, true), memset(8, 16)])), Fit::No, "fewer ops");
     }
 
     fn cond(kind: CondKind, src: u64) -> Box<CondOp> {
@@ -856,12 +1043,12 @@ mod tests {
         assert_eq!(sink.open_bodies(), 0);
         let ops = sink.close().expect("open");
         assert_eq!(dsts(&ops), [0x10, 0xC007, 0x50]);
-        let deps: Vec<Vec<u32>> = ops.deps.iter().map(|d| d.to_vec()).collect();
+        let deps: Vec<Vec<u32>> = ops.all_deps();
         assert_eq!(deps, vec![vec![], vec![0], vec![1]], "the node follows its lane; work after it follows it");
         let Op::Cond(c) = &ops.list[1] else { panic!("a conditional") };
         assert_eq!(c.bodies.len(), 2);
         assert_eq!(dsts(&c.bodies[0]), [0x20, 0x21]);
-        assert_eq!(c.bodies[0].deps.iter().map(|d| d.to_vec()).collect::<Vec<_>>(), vec![vec![], vec![0]]);
+        assert_eq!(c.bodies[0].all_deps(), vec![vec![], vec![0]]);
         assert_eq!(dsts(&c.bodies[1]), [0x30], "the aborted nested loop left nothing");
     }
 
@@ -930,9 +1117,38 @@ mod tests {
     }
 
     #[test]
+    fn a_launch_racing_a_close_lands_in_one_segment_or_runs_eagerly() {
+        let sink = Arc::new(Sink::default());
+        sink.open();
+        let pusher = {
+            let sink = Arc::clone(&sink);
+            std::thread::spawn(move || {
+                (0..40u64).filter(|&i| sink.push(memset(i, 1), if i % 3 == 0 { 1 } else { 0 })).collect::<Vec<u64>>()
+            })
+        };
+        let mut recorded = Vec::new();
+        for _ in 0..4 {
+            let ops = sink.close().expect("open");
+            recorded.extend(ops.list.iter().map(|o| match o {
+                Op::Memset(m) => m.dst,
+                _ => u64::MAX,
+            }));
+            sink.open();
+        }
+        let taken = pusher.join().expect("joined");
+        recorded.extend(sink.close().expect("open").list.iter().map(|o| match o {
+            Op::Memset(m) => m.dst,
+            _ => u64::MAX,
+        }));
+        assert_eq!(recorded, taken, "every taken launch is in exactly one segment, in order");
+    }
+
+    #[test]
     fn node_updates_need_the_same_shape() {
-        let mut lanes = chain(vec![kernel(1, 0, true), memset(8, 16), kernel(2, 0, false)]);
-        lanes.deps[2] = smallvec::smallvec![0];
+        let lanes = Ops::with_deps(
+            vec![kernel(1, 0, true), memset(8, 16), kernel(2, 0, false)],
+            vec![Deps::new(), smallvec::smallvec![0], smallvec::smallvec![0]],
+        );
         let old = BuiltNodes::new(
             vec![std::ptr::null_mut(); 3],
             chain(vec![kernel(1, 0, true), memset(8, 16), kernel(2, 0, false)]),
@@ -995,16 +1211,10 @@ mod double_tests {
 
     fn check(driver_version: i32) {
         let (driver, probe, dir) = load_double("cond-double", driver_version);
-        let mut body = Ops::default();
-        body.list.push(kernel(0xB1));
-        body.deps.push(Deps::new());
+        let body = Ops::chain(vec![kernel(0xB1)]);
         let cond =
             CondOp { kind: CondKind::Repeat, src: 0x5EC, bodies: vec![body], counter: None, kernels: fake_kernels() };
-        let mut ops = Ops::default();
-        ops.list.push(kernel(0xA0));
-        ops.deps.push(Deps::new());
-        ops.list.push(Op::Cond(Box::new(cond)));
-        ops.deps.push(smallvec::smallvec![0]);
+        let mut ops = Ops::chain(vec![kernel(0xA0), Op::Cond(Box::new(cond))]);
         let graph = 0xA3usize as CUgraph;
         // SAFETY: the double only reads the parameters and hands out fake handles.
         let added = unsafe { add_ops(&driver, graph, &mut ops, std::ptr::null_mut(), false) };

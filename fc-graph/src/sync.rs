@@ -8,3 +8,11 @@ use std::sync::{Mutex, MutexGuard};
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
+
+/// A lock for state held a few nanoseconds at a time by many calls (the
+/// recording sink: one push per recorded launch): taking it is one atomic
+/// swap and releasing it one store, where a `Mutex` makes two atomic
+/// read-modify-writes; a thread that finds it taken yields to the holder.
+/// It has no poisoning: a panic while holding it releases it (the guard's
+/// drop), and what it guards stays consistent.
+pub(crate) type SpinLock<T> = spin::mutex::SpinMutex<T, spin::relax::Yield>;
