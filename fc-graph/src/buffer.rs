@@ -172,16 +172,19 @@ impl Context {
 
 impl DeviceBuffer {
     /// Size in bytes, as requested.
+    #[inline]
     pub fn size(&self) -> usize {
         self.size
     }
 
     /// The device address.
+    #[inline]
     pub fn as_raw(&self) -> CUdeviceptr {
         self.ptr
     }
 
     /// The owning context.
+    #[inline]
     pub fn context(&self) -> &Context {
         &self.ctx
     }

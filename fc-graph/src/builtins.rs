@@ -51,6 +51,7 @@ fn too_small(what: &str, buf: &DeviceBuffer, n: usize) -> Error {
 }
 
 impl Context {
+    #[inline]
     fn builtins(&self) -> Result<&Builtins> {
         if let Some(b) = self.builtins_cell().get() {
             return Ok(b);

@@ -19,8 +19,8 @@ use crate::recording::Recording;
 /// capture, so a guard ended or dropped elsewhere would leave the stream
 /// capturing for good.
 pub struct Capture<L = ()> {
-    ctx: Context,
-    recording: Option<Recording<L>>,
+    /// The recording (it aborts itself when dropped).
+    recording: Recording<L>,
     _same_thread: std::marker::PhantomData<*const ()>,
 }
 
@@ -33,19 +33,15 @@ impl Context {
 
     /// Opens a capture whose breaks receive a live `L` at replay.
     pub fn begin_breakable<L>(&self, mode: CaptureMode) -> Result<Capture<L>> {
-        Ok(Capture {
-            ctx: self.clone(),
-            recording: Some(Recording::begin(self, mode)?),
-            _same_thread: std::marker::PhantomData,
-        })
+        Ok(Capture { recording: Recording::begin(self, mode)?, _same_thread: std::marker::PhantomData })
     }
 }
 
 impl<L> std::fmt::Debug for Capture<L> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Capture")
-            .field("device", &self.ctx.device_id())
-            .field("mode", &self.recording.as_ref().map(Recording::mode))
+            .field("device", &self.context().device_id())
+            .field("mode", &self.recording.mode())
             .field("pieces_so_far", &self.pieces_so_far())
             .finish()
     }
@@ -54,24 +50,22 @@ impl<L> std::fmt::Debug for Capture<L> {
 impl<L> Capture<L> {
     /// The context being captured.
     pub fn context(&self) -> &Context {
-        &self.ctx
+        self.recording.context()
     }
 
     /// Pieces recorded so far (segments ended plus breaks).
     pub fn pieces_so_far(&self) -> usize {
-        self.recording.as_ref().map_or(0, Recording::pieces_so_far)
+        self.recording.pieces_so_far()
     }
 
     fn recording(&mut self) -> Result<&mut Recording<L>> {
-        self.recording.as_mut().ok_or_else(|| Error::capture_state("the capture has ended"))
+        Ok(&mut self.recording)
     }
 
     /// Records later breaks without running their function now (see
     /// [`Recording::defer_breaks`]).
     pub(crate) fn defer_breaks(&mut self) {
-        if let Some(r) = self.recording.as_mut() {
-            r.defer_breaks();
-        }
+        self.recording.defer_breaks();
     }
 
     /// A break: ends the current segment, runs `f` once now (eagerly, on
@@ -89,7 +83,7 @@ impl<L> Capture<L> {
     /// Whether this recording builds its graphs node by node (the default;
     /// see [`crate::recording_mode`]) rather than capturing the stream.
     pub fn builds(&self) -> bool {
-        self.recording.as_ref().is_some_and(Recording::builds)
+        self.recording.builds()
     }
 
     /// Opens a *foreign section*: until [`Capture::foreign_end`], the
@@ -121,7 +115,7 @@ impl<L> Capture<L> {
     /// [`Capture::foreign_begin`]): the section ends when `f` returns, also
     /// when it fails (`f`'s error is returned first).
     pub fn foreign<T>(&mut self, mode: CaptureMode, f: impl FnOnce(CUstream) -> Result<T>) -> Result<T> {
-        let ctx = self.ctx.clone();
+        let ctx = self.context().clone();
         self.foreign_on(&ctx, mode, f)
     }
 
@@ -144,14 +138,14 @@ impl<L> Capture<L> {
     /// by another library's device-wide synchronisation): ending it will
     /// fail, and recording it again may succeed.
     pub fn is_invalidated(&self) -> bool {
-        self.recording.as_ref().is_some_and(Recording::is_invalidated)
+        self.recording.is_invalidated()
     }
 
     /// Ends the capture and instantiates every segment. On error nothing is
     /// returned, the stream is left out of capture, and the message names
     /// the first failing call inside the capture (call, thread, CUDA error).
-    pub fn end(mut self) -> Result<Graph<L>> {
-        self.recording.take().ok_or_else(|| Error::capture_state("the capture has ended"))?.end()
+    pub fn end(self) -> Result<Graph<L>> {
+        self.recording.end()
     }
 
     /// Ends the capture into `graph`, an earlier capture of the same
@@ -163,8 +157,8 @@ impl<L> Capture<L> {
     /// stream leaves capture either way. On error `graph` keeps its old
     /// pieces, but segments already updated in place carry the new
     /// parameters. Do not replay `graph` meanwhile.
-    pub fn end_update(mut self, graph: &mut Graph<L>) -> Result<UpdateReport> {
-        self.recording.take().ok_or_else(|| Error::capture_state("the capture has ended"))?.end_update(graph)
+    pub fn end_update(self, graph: &mut Graph<L>) -> Result<UpdateReport> {
+        self.recording.end_update(graph)
     }
 }
 
@@ -178,14 +172,6 @@ where
     match capture {
         Some(c) => c.brk(live, f),
         None => f(ctx, live),
-    }
-}
-
-impl<L> Drop for Capture<L> {
-    fn drop(&mut self) {
-        if let Some(rec) = self.recording.take() {
-            rec.abort();
-        }
     }
 }
 

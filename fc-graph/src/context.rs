@@ -383,6 +383,7 @@ impl Context {
     }
 
     /// Where the library's launches go while a recording builds.
+    #[inline]
     pub(crate) fn sink(&self) -> &Sink {
         &self.inner.sink
     }
@@ -403,6 +404,7 @@ impl Context {
     }
 
     /// The built-in kernels, once loaded.
+    #[inline]
     pub(crate) fn builtins_cell(&self) -> &OnceLock<Builtins> {
         &self.inner.builtins
     }
@@ -429,6 +431,7 @@ impl Context {
     }
 
     /// The programmatic-dependent-launch switch.
+    #[inline]
     pub(crate) fn pdl_switch_cell(&self) -> &AtomicBool {
         &self.inner.pdl_switch
     }
@@ -471,6 +474,7 @@ impl Context {
 
     /// Records `op` into the open recording's segment; `false` when none
     /// takes it (the caller enqueues the work eagerly).
+    #[inline]
     pub(crate) fn record_op(&self, op: Op) -> bool {
         self.inner.sink.push(op, self.lane as usize)
     }
@@ -479,6 +483,7 @@ impl Context {
     /// context, or the private one of an isolated context, or the one
     /// `cuCtxFromGreenCtx` gives for its green context (current to one
     /// thread at a time). Valid while any clone of this context is alive.
+    #[inline]
     pub fn raw_context(&self) -> CUcontext {
         self.inner.raw.raw
     }
@@ -489,6 +494,7 @@ impl Context {
 
     /// Whether two contexts run in the same CUDA context (so that buffers
     /// and kernels of one may be used by the other).
+    #[inline]
     pub fn shares_memory_with(&self, other: &Context) -> bool {
         self.raw_context() == other.raw_context()
     }

@@ -291,6 +291,10 @@ pub(crate) fn node_count(d: &Driver, graph: CUgraph) -> Result<usize> {
     Ok(n)
 }
 
+/// The pieces an update installs ([`Graph::replace_pieces`]): inline for a
+/// recording without breaks.
+pub(crate) type NewPieces<L> = smallvec::SmallVec<[Piece<L>; 1]>;
+
 /// One piece of a captured graph.
 pub(crate) enum Piece<L> {
     /// A captured segment; `None` when it recorded no work.
@@ -354,7 +358,7 @@ impl<L> Graph<L> {
 
     /// Installs the pieces of an update; `Piece::Reuse(i)` takes this
     /// graph's piece `i` (an executable updated in place).
-    pub(crate) fn replace_pieces(&mut self, new: Vec<Piece<L>>) {
+    pub(crate) fn replace_pieces(&mut self, new: NewPieces<L>) {
         install_pieces(&mut self.pieces, new);
     }
 
@@ -526,7 +530,7 @@ impl Graph<()> {
 /// (an empty segment if there is none). When every kept piece keeps its
 /// place (a re-recording of the same pieces) only the others are replaced
 /// and nothing moves or allocates.
-fn install_pieces<L>(pieces: &mut Vec<Piece<L>>, new: Vec<Piece<L>>) {
+fn install_pieces<L>(pieces: &mut Vec<Piece<L>>, new: NewPieces<L>) {
     let in_place =
         new.len() == pieces.len() && new.iter().enumerate().all(|(j, p)| !matches!(p, Piece::Reuse(i) if *i != j));
     if in_place {
@@ -582,7 +586,7 @@ mod tests {
         let fresh = brk();
         let fresh_name = names(std::slice::from_ref(&fresh)).remove(0);
         let buffer = pieces.as_ptr();
-        install_pieces(&mut pieces, vec![Piece::Reuse(0), fresh, Piece::Reuse(2)]);
+        install_pieces(&mut pieces, smallvec::smallvec![Piece::Reuse(0), fresh, Piece::Reuse(2)]);
         assert_eq!(names(&pieces), vec![before[0].clone(), fresh_name, before[2].clone()]);
         assert_eq!(pieces.as_ptr(), buffer, "in place: the same vector");
     }
@@ -591,11 +595,11 @@ mod tests {
     fn moved_or_missing_pieces_are_rebuilt() {
         let mut pieces = vec![brk(), Piece::Segment(None), brk()];
         let before = names(&pieces);
-        install_pieces(&mut pieces, vec![Piece::Reuse(2), Piece::Reuse(0), Piece::Reuse(7)]);
+        install_pieces(&mut pieces, smallvec::smallvec![Piece::Reuse(2), Piece::Reuse(0), Piece::Reuse(7)]);
         assert_eq!(names(&pieces), vec![before[2].clone(), before[0].clone(), "empty".to_string()]);
         let mut short = vec![brk()];
         let first = names(&short);
-        install_pieces(&mut short, vec![Piece::Reuse(0), Piece::Segment(None), brk()]);
+        install_pieces(&mut short, smallvec::smallvec![Piece::Reuse(0), Piece::Segment(None), brk()]);
         assert_eq!(names(&short)[..2], [first[0].clone(), "empty".to_string()]);
         assert_eq!(short.len(), 3);
     }

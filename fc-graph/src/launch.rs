@@ -162,6 +162,7 @@ impl Context {
     }
 
     /// This context's switch (on unless [`Context::set_pdl`] turned it off).
+    #[inline]
     pub(crate) fn pdl_switch_on(&self) -> bool {
         self.pdl_switch_cell().load(Ordering::Relaxed)
     }

@@ -23,12 +23,13 @@
 //! [`RecordingMode::Auto`]: crate::RecordingMode::Auto
 
 use cuda_sys::*;
+use smallvec::SmallVec;
 
 use crate::capture_state::ThreadTag;
 use crate::context::{lock, CaptureMode, Context};
 use crate::driver::{bound, check, RawCtx};
 use crate::error::{Error, Result};
-use crate::graph::{node_count, BreakFn, Captured, Graph, GraphExec, Piece, UpdateReport};
+use crate::graph::{node_count, BreakFn, Captured, Graph, GraphExec, NewPieces, Piece, UpdateReport};
 use crate::nodes::destroy_graph;
 use crate::segment::{materialize, Fit, Op, Ops, OwnedGraph};
 
@@ -67,7 +68,8 @@ pub struct Recording<L = ()> {
     mode: CaptureMode,
     /// Built node by node (else the stream captures).
     built: bool,
-    pieces: Vec<Pending<L>>,
+    /// Inline while it is one segment (no break): nothing to allocate.
+    pieces: SmallVec<[Pending<L>; 1]>,
     segment_open: bool,
     /// The open foreign section of a built recording.
     foreign: Option<Foreign>,
@@ -120,7 +122,7 @@ impl<L> Recording<L> {
             closed: false,
             mode,
             built,
-            pieces: Vec::new(),
+            pieces: SmallVec::new(),
             segment_open: true,
             foreign: None,
             failed: None,
@@ -399,7 +401,7 @@ impl<L> Recording<L> {
         }
         let pieces = self.finish(ctx)?;
         let mut report = UpdateReport::default();
-        let mut built = Vec::with_capacity(pieces.len());
+        let mut built: NewPieces<L> = SmallVec::with_capacity(pieces.len());
         let mut failure = None;
         for (i, p) in pieces.into_iter().enumerate() {
             let piece = match p {
@@ -450,7 +452,7 @@ impl<L> Recording<L> {
 
     /// Ends the last segment (and an open foreign section, keeping its
     /// work) and hands over the recorded pieces.
-    fn finish(&mut self, ctx: &Context) -> Result<Vec<Pending<L>>> {
+    fn finish(&mut self, ctx: &Context) -> Result<SmallVec<[Pending<L>; 1]>> {
         if self.foreign.is_some() {
             if let Err(e) = self.foreign_end() {
                 self.failed.get_or_insert(e);

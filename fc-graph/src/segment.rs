@@ -263,6 +263,7 @@ struct BodyFrame {
 pub(crate) const MAX_BODY_DEPTH: usize = 32;
 
 impl Open {
+    #[inline]
     fn push(&mut self, op: Op, lane: usize) {
         if lane == 0 && self.ops.deps.is_none() {
             // Still a chain: the op depends on the one before.
@@ -400,6 +401,7 @@ impl Sink {
     /// Records `op` on `lane` if launches are taken now: `false` when not
     /// (no segment is open, or a foreign section captures the lane's
     /// stream: the caller enqueues the work on it; `op` is dropped).
+    #[inline]
     pub(crate) fn push(&self, op: Op, lane: usize) -> bool {
         let mut open = self.open.lock();
         match open.as_mut() {
@@ -815,8 +817,11 @@ impl BuiltNodes {
         let (nodes, ops) = (&self.nodes, &mut self.ops.list);
         bound(ctx, |d| {
             for ((old, new), &node) in ops.iter_mut().zip(new.list).zip(nodes) {
-                match (&*old, &new) {
-                    (Op::Binary(a), Op::Binary(b)) if a != b => {
+                match (old, new) {
+                    (Op::Binary(a), Op::Binary(b)) => {
+                        if *a == b {
+                            continue;
+                        }
                         if a.pdl != b.pdl {
                             return Err(pdl_change());
                         }
@@ -825,26 +830,30 @@ impl BuiltNodes {
                         // source; the launch was checked when recorded.
                         b.with_params(|p| unsafe { set_kernel_node_params(d, exec, node, p) })?;
                         calls += 1;
+                        *a = b;
                     }
                     (Op::Kernel(a), Op::Kernel(b)) => {
-                        let (a, b) = (&a.spec, &b.spec);
                         // SAFETY: our live executable (its owner holds it
                         // mutably), bound here; `node` a kernel node of its
                         // source; the launch was checked when recorded.
-                        let called = unsafe { update_kernel_node(d, exec, node, a, b) }?;
+                        let called = unsafe { update_kernel_node(d, exec, node, &a.spec, &b.spec) }?;
                         calls += usize::from(called);
+                        *a = b;
                     }
-                    (Op::Memset(a), Op::Memset(b)) if a != b => {
+                    (Op::Memset(a), Op::Memset(b)) => {
+                        if *a == b {
+                            continue;
+                        }
                         // SAFETY: as above, for a memset node of this context.
-                        unsafe { update_memset_node(d, exec, node, b, raw_ctx) }?;
+                        unsafe { update_memset_node(d, exec, node, &b, raw_ctx) }?;
                         calls += 1;
+                        *a = b;
                     }
-                    // Equal (`accepts`): the old one, whose counter the
+                    // Equal (`fit`): the old one, whose counter the
                     // executable reads, stays.
-                    (Op::Cond(_), Op::Cond(_)) => continue,
-                    _ => {}
+                    (Op::Cond(_), Op::Cond(_)) => {}
+                    (old, new) => *old = new,
                 }
-                *old = new;
             }
             Ok(())
         })?;
