@@ -117,12 +117,15 @@ impl GraphExec {
 
     /// Applies `ops`, whose [`GraphExec::node_fit`] is `fit`, node by
     /// node; returns the driver calls made (0 when nothing changed).
-    pub(crate) fn update_nodes(&mut self, ops: Ops, fit: Fit) -> Result<usize> {
+    pub(crate) fn update_nodes(&mut self, mut ops: Ops, fit: Fit) -> Result<usize> {
         let exec = self.exec;
-        match self.built.as_mut() {
-            Some(b) => b.update(self.ctx.raw_ctx(), exec, ops, fit),
+        let done = match self.built.as_mut() {
+            Some(b) => b.update(self.ctx.raw_ctx(), exec, &mut ops, fit),
             None => Err(Error::invalid("not a graph built node by node")),
-        }
+        };
+        // The re-recording's list (emptied, or equal ops) serves the next.
+        self.ctx.sink().recycle(ops.list);
+        done
     }
 
     /// After a whole-graph update from a graph built from `ops`: keeps the
@@ -130,7 +133,10 @@ impl GraphExec {
     /// modules loaded).
     pub(crate) fn keep_built_ops(&mut self, ops: Ops) {
         match self.built.as_mut() {
-            Some(b) => b.replace_ops(ops),
+            Some(b) => {
+                let old = b.replace_ops(ops);
+                self.ctx.sink().recycle(old);
+            }
             None => self.built = Some(BuiltNodes::new(Vec::new(), ops)),
         }
     }
@@ -256,6 +262,11 @@ impl Drop for GraphExec {
             check("cuGraphExecDestroy", unsafe { (d.cuGraphExecDestroy)(exec) })
         });
         destroy_graph(self.ctx.raw_ctx(), self.source);
+        // The ops' list serves the context's next recording (their modules
+        // and foreign sections' graphs go now).
+        if let Some(b) = self.built.take() {
+            self.ctx.sink().recycle(b.into_list());
+        }
         // `self.ctx` is released after this, by the field drop.
     }
 }

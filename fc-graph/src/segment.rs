@@ -303,7 +303,15 @@ pub(crate) struct Sink {
     /// Ops the last closed segment held: the next one starts with room for
     /// as many (recordings of a model repeat).
     hint: AtomicUsize,
+    /// An empty op list whose room the next segment reuses (handed back by
+    /// [`Sink::recycle`] when a graph built from ops goes, or an update is
+    /// done with its ops), so that recording a model again allocates
+    /// nothing.
+    spare: SpinLock<Vec<Op>>,
 }
+
+/// Largest op list (in ops) kept for reuse.
+const MAX_SPARE_OPS: usize = 1 << 16;
 
 /// No lane (no foreign section is open).
 const NO_LANE: usize = usize::MAX;
@@ -315,6 +323,7 @@ impl Default for Sink {
             foreign: AtomicUsize::new(NO_LANE),
             open: SpinLock::new(None),
             hint: AtomicUsize::new(0),
+            spare: SpinLock::new(Vec::new()),
         }
     }
 }
@@ -323,8 +332,10 @@ impl Sink {
     /// Starts taking launches into a new segment (every lane starts at the
     /// segment's beginning).
     pub(crate) fn open(&self) {
-        let room = self.hint.load(Ordering::Relaxed).min(1 << 16);
-        let ops = Ops { list: Vec::with_capacity(room), deps: None };
+        let room = self.hint.load(Ordering::Relaxed).min(MAX_SPARE_OPS);
+        let spare = std::mem::take(&mut *self.spare.lock());
+        let list = if spare.capacity() >= room { spare } else { Vec::with_capacity(room) };
+        let ops = Ops { list, deps: None };
         let mut open = self.open.lock();
         let left = open.replace(Open { ops, frontier: Vec::new(), bodies: Vec::new() });
         self.foreign.store(NO_LANE, Ordering::Release);
@@ -333,6 +344,22 @@ impl Sink {
         // Whatever an earlier segment left is dropped outside the lock (its
         // foreign sections' graphs are destroyed by driver calls).
         drop(left);
+    }
+
+    /// Takes `list` back for the next segment's ops (emptied here, outside
+    /// the lock: a foreign section's graph is destroyed by a driver call);
+    /// the larger of it and the spare already kept stays.
+    pub(crate) fn recycle(&self, mut list: Vec<Op>) {
+        list.clear();
+        if list.capacity() == 0 || list.capacity() > MAX_SPARE_OPS {
+            return;
+        }
+        let mut spare = self.spare.lock();
+        if list.capacity() > spare.capacity() {
+            std::mem::swap(&mut *spare, &mut list);
+        }
+        drop(spare);
+        drop(list);
     }
 
     /// Stops taking launches and hands over what the segment recorded
@@ -804,7 +831,7 @@ impl BuiltNodes {
     /// driver call, and [`Fit::Same`] none at all. Returns the calls made.
     /// On error the nodes set so far keep their new parameters (and are
     /// known to), the rest their old ones.
-    pub(crate) fn update(&mut self, ctx: RawCtx, exec: CUgraphExec, new: Ops, fit: Fit) -> Result<usize> {
+    pub(crate) fn update(&mut self, ctx: RawCtx, exec: CUgraphExec, new: &mut Ops, fit: Fit) -> Result<usize> {
         let raw_ctx = ctx.raw;
         let mut calls = 0usize;
         match fit {
@@ -816,7 +843,7 @@ impl BuiltNodes {
         }
         let (nodes, ops) = (&self.nodes, &mut self.ops.list);
         bound(ctx, |d| {
-            for ((old, new), &node) in ops.iter_mut().zip(new.list).zip(nodes) {
+            for ((old, new), &node) in ops.iter_mut().zip(new.list.drain(..)).zip(nodes) {
                 match (old, new) {
                     (Op::Binary(a), Op::Binary(b)) => {
                         if *a == b {
@@ -861,9 +888,15 @@ impl BuiltNodes {
     }
 
     /// Takes the ops of a whole-graph update (`cuGraphExecUpdate`), which
-    /// keeps the executable's nodes: same count and order, new parameters.
-    pub(crate) fn replace_ops(&mut self, new: Ops) {
-        self.ops = new;
+    /// keeps the executable's nodes: same count and order, new parameters;
+    /// returns the old ones' list.
+    pub(crate) fn replace_ops(&mut self, new: Ops) -> Vec<Op> {
+        std::mem::replace(&mut self.ops, new).list
+    }
+
+    /// The op list, given up (when the executable goes).
+    pub(crate) fn into_list(self) -> Vec<Op> {
+        self.ops.list
     }
 }
 
@@ -988,6 +1021,30 @@ mod tests {
         let waited = sink.close().expect("open");
         assert!(waited.deps.is_some());
         assert_eq!(waited.all_deps(), vec![vec![], vec![0]]);
+    }
+
+    #[test]
+    fn a_recycled_list_serves_the_next_segment() {
+        let sink = Sink::default();
+        sink.open();
+        for i in 0..40 {
+            assert!(sink.push(memset(i, 4), 0));
+        }
+        let first = sink.close().expect("open").list;
+        let (buffer, cap) = (first.as_ptr(), first.capacity());
+        sink.recycle(first);
+        sink.open();
+        assert!(sink.push(memset(0x99, 4), 0));
+        let second = sink.close().expect("open").list;
+        assert_eq!((second.as_ptr(), second.capacity()), (buffer, cap), "the same allocation, emptied");
+        assert_eq!(second.len(), 1);
+        sink.recycle(Vec::with_capacity(4));
+        sink.recycle(second);
+        sink.open();
+        assert_eq!(sink.close().expect("open").list.capacity(), cap, "the larger spare is kept");
+        sink.recycle(Vec::with_capacity(MAX_SPARE_OPS + 1));
+        sink.open();
+        assert!(sink.close().expect("open").list.capacity() <= MAX_SPARE_OPS, "a huge list is not kept");
     }
 
     #[test]
