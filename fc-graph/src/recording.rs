@@ -33,6 +33,11 @@ use crate::graph::{node_count, BreakFn, Captured, Graph, GraphExec, NewPieces, P
 use crate::nodes::destroy_graph;
 use crate::segment::{materialize, Fit, Op, Ops, OwnedGraph};
 
+/// Whole recordings against cuda-sys's driver double.
+#[cfg(all(test, target_os = "linux"))]
+#[path = "recording_double_tests.rs"]
+mod double_tests;
+
 /// A piece recorded by an open recording. Segments stay unbuilt (ops) or
 /// raw graphs until the recording ends, so an update can update any of them
 /// in place.

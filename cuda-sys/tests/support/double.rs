@@ -33,6 +33,17 @@
 //! double added, and the linker (`cuLinkCreate` 6050 to `cuLinkDestroy`)
 //! keeps one link of counted inputs and hands out [`LINKED_CUBIN`].
 //!
+//! It is also enough of a device for a whole recording through fc-graph's
+//! safe API: one device (`cuDeviceGetCount`, `cuDeviceGet`, attributes of
+//! a compute capability 9.0 device with 1024 threads a block), a primary
+//! context and each thread's current context (`cuCtxGetCurrent`, `Set`,
+//! `Push`, `Pop`), streams, memory (`cuMemAlloc`: distinct fake
+//! addresses), modules and functions (`cuModuleLoadDataEx`,
+//! `cuModuleGetFunction`: one fake handle per name and module,
+//! `cuFuncGetAttribute`, and `cuFuncGetParamInfo` for the built-in
+//! kernels' `(u64, u64, u64, u32)`), graphs and executables (`cuGraphCreate`,
+//! `cuGraphInstantiateWithFlags`): fake handles, nothing run.
+//!
 //! Shared by the cuda-sys and fc-graph tests (`#[path]`), so it uses only
 //! `cc`, `libloading` and std.
 
@@ -94,6 +105,23 @@ const SPECIAL: &[(&str, i32)] = &[
     ("cuLinkAddFile", 6050),
     ("cuLinkComplete", 5050),
     ("cuLinkDestroy", 5050),
+    // Enough of a device for a whole recording (see the module docs).
+    ("cuDeviceGetCount", 2000),
+    ("cuDeviceGet", 2000),
+    ("cuDeviceGetAttribute", 2000),
+    ("cuDevicePrimaryCtxRetain", 7000),
+    ("cuCtxGetCurrent", 4000),
+    ("cuCtxSetCurrent", 4000),
+    ("cuCtxPushCurrent", 4000),
+    ("cuCtxPopCurrent", 4000),
+    ("cuStreamCreate", 2000),
+    ("cuMemAlloc", 3020),
+    ("cuModuleLoadDataEx", 2010),
+    ("cuModuleGetFunction", 2000),
+    ("cuFuncGetAttribute", 2020),
+    ("cuGraphCreate", 10000),
+    ("cuGraphInstantiateWithFlags", 11040),
+    ("cuFuncGetParamInfo", 12040),
 ];
 
 /// First fake node handle the double's `cuGraphAddKernelNode` hands out
@@ -449,6 +477,152 @@ static CUresult edges_common(void **from, void **to, EdgeData *data, size_t *n) 
     *n = want < N_EDGES ? want : N_EDGES;
     return CUDA_SUCCESS;
 }
+/* Enough of a device for a whole recording: fake handles, nothing run. */
+static unsigned long long g_handles = 0;
+static unsigned long long g_next_ptr = 0x7f0000000000ULL;
+static __thread void *t_ctx_stack[16];
+static __thread int t_ctx_depth = 0; /* t_ctx_stack[t_ctx_depth - 1] is current */
+#define FAKE_PRIMARY ((void *)0xC7C70000)
+static void *fake_handle(unsigned long long base) { return (void *)(size_t)(base + ++g_handles); }
+static CUresult abi_cuDeviceGetCount_v2000(int *n) {
+    g_last_called = IDX_cuDeviceGetCount_v2000;
+    if (!n) return CUDA_ERROR_INVALID_VALUE;
+    *n = 1;
+    return CUDA_SUCCESS;
+}
+static CUresult abi_cuDeviceGet_v2000(int *dev, int ordinal) {
+    g_last_called = IDX_cuDeviceGet_v2000;
+    if (!dev) return CUDA_ERROR_INVALID_VALUE;
+    if (ordinal != 0) return 101; /* CUDA_ERROR_INVALID_DEVICE */
+    *dev = 0;
+    return CUDA_SUCCESS;
+}
+static CUresult abi_cuDeviceGetAttribute_v2000(int *v, int attr, int dev) {
+    g_last_called = IDX_cuDeviceGetAttribute_v2000;
+    if (!v || dev != 0) return CUDA_ERROR_INVALID_VALUE;
+    switch (attr) {
+    case 1: case 2: case 3: *v = 1024; break; /* threads a block, block x, y */
+    case 4: *v = 64; break;                   /* block z */
+    case 5: *v = 0x7fffffff; break;           /* grid x */
+    case 6: case 7: *v = 65535; break;        /* grid y, z */
+    case 8: *v = 49152; break;                /* shared memory a block */
+    case 75: *v = 9; break;                   /* compute capability 9.0 */
+    case 76: *v = 0; break;
+    default: *v = 1; break;
+    }
+    return CUDA_SUCCESS;
+}
+static CUresult abi_cuDevicePrimaryCtxRetain_v7000(void **ctx, int dev) {
+    g_last_called = IDX_cuDevicePrimaryCtxRetain_v7000;
+    if (!ctx || dev != 0) return CUDA_ERROR_INVALID_VALUE;
+    *ctx = FAKE_PRIMARY;
+    return CUDA_SUCCESS;
+}
+static CUresult abi_cuCtxGetCurrent_v4000(void **ctx) {
+    g_last_called = IDX_cuCtxGetCurrent_v4000;
+    if (!ctx) return CUDA_ERROR_INVALID_VALUE;
+    *ctx = t_ctx_depth ? t_ctx_stack[t_ctx_depth - 1] : NULL;
+    return CUDA_SUCCESS;
+}
+static CUresult abi_cuCtxSetCurrent_v4000(void *ctx) {
+    g_last_called = IDX_cuCtxSetCurrent_v4000;
+    if (!ctx) {
+        if (t_ctx_depth) t_ctx_depth--;
+        return CUDA_SUCCESS;
+    }
+    if (!t_ctx_depth) t_ctx_depth = 1;
+    t_ctx_stack[t_ctx_depth - 1] = ctx;
+    return CUDA_SUCCESS;
+}
+static CUresult abi_cuCtxPushCurrent_v4000(void *ctx) {
+    g_last_called = IDX_cuCtxPushCurrent_v4000;
+    if (!ctx || t_ctx_depth >= 16) return CUDA_ERROR_INVALID_VALUE;
+    t_ctx_stack[t_ctx_depth++] = ctx;
+    return CUDA_SUCCESS;
+}
+static CUresult abi_cuCtxPopCurrent_v4000(void **ctx) {
+    g_last_called = IDX_cuCtxPopCurrent_v4000;
+    if (!t_ctx_depth) return 201; /* CUDA_ERROR_INVALID_CONTEXT */
+    t_ctx_depth--;
+    if (ctx) *ctx = t_ctx_stack[t_ctx_depth];
+    return CUDA_SUCCESS;
+}
+static CUresult abi_cuStreamCreate_v2000(void **s, unsigned flags) {
+    (void)flags;
+    g_last_called = IDX_cuStreamCreate_v2000;
+    if (!s) return CUDA_ERROR_INVALID_VALUE;
+    *s = fake_handle(0x57000000ULL);
+    return CUDA_SUCCESS;
+}
+static CUresult abi_cuMemAlloc_v3020(unsigned long long *p, size_t bytes) {
+    g_last_called = IDX_cuMemAlloc_v3020;
+    if (!p || !bytes) return CUDA_ERROR_INVALID_VALUE;
+    *p = g_next_ptr;
+    g_next_ptr += (bytes + 255) & ~255ULL;
+    return CUDA_SUCCESS;
+}
+static CUresult abi_cuModuleLoadDataEx_v2010(void **m, const void *image, unsigned n, void *opts, void **vals) {
+    (void)n; (void)opts; (void)vals;
+    g_last_called = IDX_cuModuleLoadDataEx_v2010;
+    if (!m || !image) return CUDA_ERROR_INVALID_VALUE;
+    *m = fake_handle(0x40000000ULL);
+    return CUDA_SUCCESS;
+}
+/* Functions handed out: (module, name), the handle is FUNC_BASE + 16 * index. */
+#define MAX_FUNCS 64
+#define FUNC_BASE 0xF0000000000ULL
+static void *g_func_module[MAX_FUNCS];
+static char g_func_name[MAX_FUNCS][64];
+static int g_funcs = 0;
+static CUresult abi_cuModuleGetFunction_v2000(void **f, void *m, const char *name) {
+    int i;
+    g_last_called = IDX_cuModuleGetFunction_v2000;
+    if (!f || !m || !name) return CUDA_ERROR_INVALID_VALUE;
+    for (i = 0; i < g_funcs; i++)
+        if (g_func_module[i] == m && strncmp(g_func_name[i], name, 63) == 0) break;
+    if (i == g_funcs) {
+        if (g_funcs == MAX_FUNCS) return CUDA_ERROR_INVALID_VALUE;
+        g_func_module[i] = m;
+        strncpy(g_func_name[i], name, 63);
+        g_func_name[i][63] = 0;
+        g_funcs++;
+    }
+    *f = (void *)(size_t)(FUNC_BASE + 16ULL * (unsigned)i);
+    return CUDA_SUCCESS;
+}
+/* The parameters of the built-in kernels (fc_add_f32, fc_mul_f32: u64 a, u64 b,
+   u64 out, u32 n); INVALID_VALUE past the last, NOT_FOUND for other kernels. */
+static CUresult abi_cuFuncGetParamInfo_v12040(void *f, size_t index, size_t *offset, size_t *size) {
+    static const size_t sizes[4] = {8, 8, 8, 4};
+    size_t i = ((size_t)f - (size_t)FUNC_BASE) / 16;
+    g_last_called = IDX_cuFuncGetParamInfo_v12040;
+    if (!offset || !size || (size_t)f < (size_t)FUNC_BASE || i >= (size_t)g_funcs) return CUDA_ERROR_INVALID_VALUE;
+    if (strcmp(g_func_name[i], "fc_add_f32") != 0 && strcmp(g_func_name[i], "fc_mul_f32") != 0) return CUDA_ERROR_NOT_FOUND;
+    if (index >= 4) return CUDA_ERROR_INVALID_VALUE;
+    *offset = 8 * index;
+    *size = sizes[index];
+    return CUDA_SUCCESS;
+}
+static CUresult abi_cuFuncGetAttribute_v2020(int *v, int attr, void *f) {
+    g_last_called = IDX_cuFuncGetAttribute_v2020;
+    if (!v || !f) return CUDA_ERROR_INVALID_VALUE;
+    *v = attr == 0 ? 1024 : 0; /* max threads a block; no static shared memory, no registers */
+    return CUDA_SUCCESS;
+}
+static CUresult abi_cuGraphCreate_v10000(void **g, unsigned flags) {
+    g_last_called = IDX_cuGraphCreate_v10000;
+    if (!g || flags) return CUDA_ERROR_INVALID_VALUE;
+    *g = fake_handle(0x6A000000ULL);
+    return CUDA_SUCCESS;
+}
+static CUresult abi_cuGraphInstantiateWithFlags_v11040(void **e, void *g, unsigned long long flags) {
+    (void)flags;
+    g_last_called = IDX_cuGraphInstantiateWithFlags_v11040;
+    if (!e || !g) return CUDA_ERROR_INVALID_VALUE;
+    *e = fake_handle(0xE0000000ULL);
+    return CUDA_SUCCESS;
+}
+
 static CUresult abi_cuGraphGetEdges_v12030(void *graph, void **from, void **to, EdgeData *data, size_t *n) {
     (void)graph;
     g_last_called = IDX_cuGraphGetEdges_v12030;
