@@ -294,11 +294,11 @@ impl Open {
 /// Where a context's launches go while one of its recordings is open.
 /// `active` is a hint read without the lock by every launch (an eager
 /// launch pays one atomic load); the ops themselves are behind a spin lock
-/// ([`SpinLock`]: held for one push, one atomic swap to take). That swap is
-/// most of what recording a launch costs (a profile of 26-launch
-/// re-recordings against the driver double: about 30% of one that changes
-/// nothing); a lock-free push would have to keep the order of launches
-/// from several threads.
+/// ([`SpinLock`]: held for one push, one atomic compare-exchange to take).
+/// That compare-exchange is most of what recording a launch costs (a
+/// profile of 26-launch re-recordings against the driver double: about 30%
+/// of one that changes nothing); a lock-free push would have to keep the
+/// order of launches from several threads.
 pub(crate) struct Sink {
     active: AtomicBool,
     /// The lane whose stream a foreign section captures ([`NO_LANE`]: none):
