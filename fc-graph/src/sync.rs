@@ -12,8 +12,9 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// A lock for state held a few nanoseconds at a time by many calls (the
 /// recording sink: one push per recorded launch): taking it is one atomic
 /// compare-exchange and releasing it one store, where a `Mutex` makes two
-/// atomic read-modify-writes (11.3 against 6.8 ns a lock and release on the
-/// CI machine); a thread that finds it taken yields to the holder.
+/// atomic read-modify-writes (about 7 against 11 ns a lock and release,
+/// uncontended, on a 2-core x86 VM); a thread that finds it taken yields to
+/// the holder.
 /// It has no poisoning: a panic while holding it releases it (the guard's
 /// drop), and what it guards stays consistent.
 pub(crate) type SpinLock<T> = spin::mutex::SpinMutex<T, spin::relax::Yield>;
