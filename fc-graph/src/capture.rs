@@ -58,10 +58,6 @@ impl<L> Capture<L> {
         self.recording.pieces_so_far()
     }
 
-    fn recording(&mut self) -> Result<&mut Recording<L>> {
-        Ok(&mut self.recording)
-    }
-
     /// Records later breaks without running their function now (see
     /// [`Recording::defer_breaks`]).
     pub(crate) fn defer_breaks(&mut self) {
@@ -77,7 +73,7 @@ impl<L> Capture<L> {
     where
         F: Fn(&Context, &L) -> Result<()> + Send + Sync + 'static,
     {
-        self.recording()?.brk(live, Box::new(f))
+        self.recording.brk(live, Box::new(f))
     }
 
     /// Whether this recording builds its graphs node by node (the default;
@@ -95,20 +91,20 @@ impl<L> Capture<L> {
     /// while a section is open. Enqueue nothing on the stream after the
     /// section ends unless it should run eagerly.
     pub fn foreign_begin(&mut self, mode: CaptureMode) -> Result<CUstream> {
-        self.recording()?.foreign_begin(mode)
+        self.recording.foreign_begin(mode)
     }
 
     /// [`Capture::foreign_begin`] on a lane of the context: see
     /// [`Recording::foreign_begin_on`].
     pub fn foreign_begin_on(&mut self, lane: &Context, mode: CaptureMode) -> Result<CUstream> {
-        self.recording()?.foreign_begin_on(lane, mode)
+        self.recording.foreign_begin_on(lane, mode)
     }
 
     /// Ends the foreign section (see [`Capture::foreign_begin`]). A
     /// THREAD_LOCAL or GLOBAL section ends only on the thread that began
     /// it; a section the driver invalidated fails the recording.
     pub fn foreign_end(&mut self) -> Result<()> {
-        self.recording()?.foreign_end()
+        self.recording.foreign_end()
     }
 
     /// Runs `f` with the context's stream inside a foreign section (see

@@ -49,6 +49,10 @@ enum Pending<L> {
     Break(BreakFn<L>),
 }
 
+/// The pieces of an open recording: inline while it is one segment (no
+/// break), so that recording allocates nothing for them.
+type PendingPieces<L> = SmallVec<[Pending<L>; 1]>;
+
 /// An open foreign section: who opened it, in which capture mode, on
 /// which lane (and its stream).
 #[derive(Debug, Clone, Copy)]
@@ -73,8 +77,7 @@ pub struct Recording<L = ()> {
     mode: CaptureMode,
     /// Built node by node (else the stream captures).
     built: bool,
-    /// Inline while it is one segment (no break): nothing to allocate.
-    pieces: SmallVec<[Pending<L>; 1]>,
+    pieces: PendingPieces<L>,
     segment_open: bool,
     /// The open foreign section of a built recording.
     foreign: Option<Foreign>,
@@ -457,7 +460,7 @@ impl<L> Recording<L> {
 
     /// Ends the last segment (and an open foreign section, keeping its
     /// work) and hands over the recorded pieces.
-    fn finish(&mut self, ctx: &Context) -> Result<SmallVec<[Pending<L>; 1]>> {
+    fn finish(&mut self, ctx: &Context) -> Result<PendingPieces<L>> {
         if self.foreign.is_some() {
             if let Err(e) = self.foreign_end() {
                 self.failed.get_or_insert(e);

@@ -371,36 +371,42 @@ impl Sink {
     /// (conditional bodies still open are dropped: see
     /// [`Sink::open_bodies`]).
     pub(crate) fn close(&self) -> Option<Ops> {
-        let mut open = self.open.lock();
-        self.active.store(false, Ordering::Release);
-        self.foreign.store(NO_LANE, Ordering::Release);
-        let taken = open.take();
-        drop(open);
+        let taken = self.take_open(false).unwrap_or_default();
         // Open bodies are dropped outside the lock (see `Sink::open`).
-        let taken = taken.map(|mut o| match o.bodies.drain(..).next() {
+        let ops = taken.map(|mut o| match o.bodies.drain(..).next() {
             Some(outermost) => outermost.outer_ops,
             None => o.ops,
         });
-        if let Some(v) = &taken {
-            self.hint.store(v.len(), Ordering::Relaxed);
-        }
-        taken
+        self.note_length(&ops);
+        ops
     }
 
     /// [`Sink::close`] unless conditional bodies are open: then nothing
     /// changes and `Err` says how many (one lock for both).
     pub(crate) fn close_unless_in_body(&self) -> std::result::Result<Option<Ops>, usize> {
+        let ops = self.take_open(true)?.map(|o| o.ops);
+        self.note_length(&ops);
+        Ok(ops)
+    }
+
+    /// Stops taking launches and takes the open segment, under one lock;
+    /// with `refuse_in_body`, changes nothing while conditional bodies are
+    /// open and says how many.
+    fn take_open(&self, refuse_in_body: bool) -> std::result::Result<Option<Open>, usize> {
         let mut open = self.open.lock();
-        if let Some(n) = open.as_ref().map(|o| o.bodies.len()).filter(|&n| n > 0) {
+        if let Some(n) = open.as_ref().map(|o| o.bodies.len()).filter(|&n| refuse_in_body && n > 0) {
             return Err(n);
         }
         self.active.store(false, Ordering::Release);
         self.foreign.store(NO_LANE, Ordering::Release);
-        let taken = open.take().map(|o| o.ops);
-        if let Some(v) = &taken {
+        Ok(open.take())
+    }
+
+    /// Keeps the closed segment's length as the next one's room.
+    fn note_length(&self, ops: &Option<Ops>) {
+        if let Some(v) = ops {
             self.hint.store(v.len(), Ordering::Relaxed);
         }
-        Ok(taken)
     }
 
     /// Stops taking `lane`'s launches for a while (a foreign section,
