@@ -45,6 +45,8 @@
 //! `--rerecord-profile SECS` splits a re-recording of K = 26 into its
 //! steps beside the driver's floor (rows `rerecord_phases`), then
 //! re-records for SECS seconds for a sampling profiler (`rerecord_loop`).
+//! `--build-profile ROUNDS` times each way of making the chain's graph and
+//! its instantiation apart (rows `build_phases`).
 //!
 //! Without a usable CUDA driver it prints `[SKIP] no usable CUDA driver: <reason>`
 //! and exits 0.
@@ -136,6 +138,12 @@ struct Args {
     /// seconds for a sampling profiler (rows `rerecord_*`), then exit.
     #[arg(long, value_name = "SECS")]
     rerecord_profile: Option<f64>,
+    /// Time each way of making the K-kernel chain's graph (bare stream
+    /// capture, bare node building in two forms, the library's recording)
+    /// and its instantiation, ROUNDS rounds at K = 26 and 260 (a quarter
+    /// at 2600), in each launch mode (rows `build_phases`), then exit.
+    #[arg(long, value_name = "ROUNDS")]
+    build_profile: Option<usize>,
 }
 
 impl Args {
@@ -208,6 +216,9 @@ fn run(args: &Args) -> Result<()> {
     }
     if let Some(secs) = args.rerecord_profile {
         return fc_bench::steps::rerecord_profile(args.device, args.n, secs, &mut |line| println!("{line}"));
+    }
+    if let Some(rounds) = args.build_profile {
+        return fc_bench::steps::build_profile(args.device, args.n, rounds, &mut |line| println!("{line}"));
     }
     let count = Device::count()?;
     let dev = Device::get(args.device)?;

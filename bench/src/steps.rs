@@ -23,6 +23,9 @@ use serde_json::json;
 
 use crate::stats::{no_extra, round, row_json, us_since, Summary, IMPL};
 
+mod build_profile;
+pub use build_profile::build_profile;
+
 /// What to measure.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StepsConfig {

@@ -25,8 +25,9 @@
 //! `CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC`), the edge a stream capture of
 //! the PDL launch leaves; edges from other nodes, and every edge on older
 //! drivers (11.4-12.2, where PDL is never used), are full ones. Programmatic
-//! edges are added together in one `cuGraphAddDependencies` call before the
-//! graph is instantiated or its edges are read.
+//! edges are given to the driver in batches of 64 (one
+//! `cuGraphAddDependencies` call each), and the rest before the graph is
+//! instantiated or its edges are read.
 //!
 //! **Driver ABIs.** Kernel nodes go through `cuGraphAddKernelNode` and
 //! `cuGraphExecKernelNodeSetParams` at their 12.0 ABI (v2 parameters), or
@@ -64,8 +65,8 @@ use crate::launch::LaunchOptions;
 use crate::module::{Kernel, KernelArg, LaunchConfig};
 use crate::nodes::destroy_graph;
 use crate::nodes::{
-    add_child_node, add_edges, add_kernel_node, add_memset_node, programmatic_edge, update_kernel_node,
-    update_memset_node, LaunchSpec, MemsetRaw,
+    add_child_node, add_kernel_node, add_memset_node, programmatic_edge, update_kernel_node, update_memset_node,
+    LaunchSpec, MemsetRaw, PendingEdges,
 };
 
 /// Gives every builder its own id, so a [`Node`] of one graph is refused by
@@ -252,9 +253,7 @@ pub struct GraphBuilder {
     id: u64,
     nodes: Vec<Record>,
     /// Programmatic edges not yet given to the driver.
-    pending_from: Vec<CUgraphNode>,
-    pending_to: Vec<CUgraphNode>,
-    pending_data: Vec<CUgraphEdgeData>,
+    pending: PendingEdges,
     /// The driver builds annotated (programmatic) edges.
     programmatic: bool,
     last: Option<Node>,
@@ -269,7 +268,7 @@ impl std::fmt::Debug for GraphBuilder {
         f.debug_struct("GraphBuilder")
             .field("device", &self.ctx.device_id())
             .field("nodes", &self.nodes.len())
-            .field("pending_programmatic_edges", &self.pending_from.len())
+            .field("pending_programmatic_edges", &self.pending.len())
             .finish()
     }
 }
@@ -289,9 +288,7 @@ impl GraphBuilder {
             graph,
             id: NEXT_GRAPH_ID.fetch_add(1, Ordering::Relaxed),
             nodes: Vec::new(),
-            pending_from: Vec::new(),
-            pending_to: Vec::new(),
-            pending_data: Vec::new(),
+            pending: PendingEdges::default(),
             programmatic,
             last: None,
         })
@@ -358,12 +355,18 @@ impl GraphBuilder {
         // SAFETY: our live graph, bound here; `full` are its nodes; the
         // launch was checked against its kernel when `params` was made.
         let raw = self.ctx.bound(|d| unsafe { add_kernel_node(d, graph, &full, &params.spec) })?;
+        let record = self.push_record(raw, NodeKind::Kernel(Box::new(params.clone())))?;
+        let mut full_batch = false;
         for (from, e) in programmatic {
-            self.pending_from.push(from);
-            self.pending_to.push(raw);
-            self.pending_data.push(e);
+            full_batch |= self.pending.push(from, raw, e);
         }
-        self.push_record(raw, NodeKind::Kernel(Box::new(params.clone())))
+        if full_batch {
+            // The node is added either way; a failed batch stays pending,
+            // and the next flush (at the latest the one instantiation
+            // makes) tries it again and reports the failure.
+            let _ = self.flush_edges();
+        }
+        Ok(record)
     }
 
     /// [`GraphBuilder::add_kernel`] after the node added last (stream order).
@@ -437,17 +440,12 @@ impl GraphBuilder {
     /// Gives the pending programmatic edges to the driver (one
     /// `cuGraphAddDependencies` call); instantiation does it by itself.
     pub fn flush_edges(&mut self) -> Result<()> {
-        if self.pending_from.is_empty() {
+        if self.pending.len() == 0 {
             return Ok(());
         }
-        let graph = self.graph;
-        let (from, to, data) = (&self.pending_from, &self.pending_to, &self.pending_data);
+        let (graph, pending) = (self.graph, &mut self.pending);
         // SAFETY: our live graph and its nodes.
-        self.ctx.bound(|d| unsafe { add_edges(d, graph, from, to, data) })?;
-        self.pending_from.clear();
-        self.pending_to.clear();
-        self.pending_data.clear();
-        Ok(())
+        self.ctx.bound(|d| unsafe { pending.flush(d, graph) })
     }
 
     /// Every edge of the graph as the driver reports it

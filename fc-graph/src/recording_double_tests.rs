@@ -54,12 +54,12 @@ fn rerecord(
 ) -> UpdateReport {
     let cap = ctx.begin_capture(CaptureMode::ThreadLocal).expect("begun");
     assert!(cap.builds(), "recordings build by default");
-    chain(ctx, bufs, swap);
+    chain(ctx, bufs, K, swap);
     cap.end_update(g).expect("updated")
 }
 
-fn chain(ctx: &Context, [x, y, z]: &[crate::DeviceBuffer; 3], swap: impl Fn(usize) -> bool) {
-    for i in 0..K {
+fn chain(ctx: &Context, [x, y, z]: &[crate::DeviceBuffer; 3], k: usize, swap: impl Fn(usize) -> bool) {
+    for i in 0..k {
         let r = match (i % 2 == 0, swap(i)) {
             (true, false) => ctx.binary(BinaryOp::Add, x, y, z, N),
             (true, true) => ctx.binary(BinaryOp::Add, y, x, z, N),
@@ -84,7 +84,7 @@ fn child() {
     // Record: built node by node (the ABIs of each node call: `nodes`'s
     // double tests).
     let cap = ctx.begin_capture(CaptureMode::ThreadLocal).expect("begun");
-    chain(&ctx, &bufs, |_| false);
+    chain(&ctx, &bufs, K, |_| false);
     let mut g = cap.end().expect("instantiated");
     assert_eq!(g.node_count().expect("counted"), K);
 
@@ -110,6 +110,28 @@ fn child() {
     let same = rerecord(&ctx, &bufs, &mut g, |i| i != K / 2);
     assert_eq!(same.node_calls, 0, "{same:?}");
     assert_eq!(probe.last_called(), None);
+
+    // A long chain: its nodes through the ABI this driver has; with PDL
+    // its programmatic edges in batches of 64, the rest at the end.
+    let (add_abi, long) = (if version >= 12000 { 12000 } else { 10000 }, 200);
+    let nodes_before = probe.calls("cuGraphAddKernelNode", add_abi);
+    let edges_before = probe.calls("cuGraphAddDependencies", 12030);
+    let cap = ctx.begin_capture(CaptureMode::ThreadLocal).expect("begun");
+    chain(&ctx, &bufs, long, |_| false);
+    let g_long = cap.end().expect("instantiated");
+    assert_eq!(probe.calls("cuGraphAddKernelNode", add_abi) - nodes_before, long as i32);
+    let batches = probe.calls("cuGraphAddDependencies", 12030) - edges_before;
+    if pdl {
+        assert_eq!(batches, 4, "199 programmatic edges: 64 + 64 + 64 + 7");
+        // The last building call was the last batch (instantiating records
+        // no arguments).
+        let last = probe.last_args();
+        assert_eq!((last[0], last[3], last[5]), (7, 1, 1), "7 edges, with edge data, programmatic");
+    } else {
+        assert_eq!(batches, 0, "no programmatic edges without PDL");
+    }
+    assert_eq!(probe.calls("cuGraphAddDependencies", 10000), 0, "full edges go with their node");
+    drop(g_long);
     assert_eq!(probe.over_requests(), 0, "no ABI asked above the driver's version");
     println!("double {version}: checked");
 }

@@ -26,9 +26,9 @@ use cuda_sys::*;
 use crate::driver::{bound, RawCtx};
 use crate::error::Result;
 use crate::nodes::{
-    add_child_node, add_conditional_node, add_edges, add_kernel_node, add_kernel_node_params, add_memset_node,
+    add_child_node, add_conditional_node, add_kernel_node, add_kernel_node_params, add_memset_node,
     create_conditional_handle, destroy_graph, pdl_change, programmatic_edge, set_kernel_node_params,
-    update_kernel_node, update_memset_node, LaunchSpec, MemsetRaw, WordLaunch,
+    update_kernel_node, update_memset_node, LaunchSpec, MemsetRaw, PendingEdges, WordLaunch,
 };
 use crate::sync::SpinLock;
 
@@ -616,9 +616,7 @@ unsafe fn add_ops(
 ) -> Result<Vec<CUgraphNode>> {
     let n = ops.len();
     let mut nodes: Vec<CUgraphNode> = Vec::with_capacity(n);
-    let edges = if programmatic { n } else { 0 };
-    let (mut from, mut to, mut data) =
-        (Vec::with_capacity(edges), Vec::with_capacity(edges), Vec::with_capacity(edges));
+    let mut edges = PendingEdges::with_capacity(if programmatic { n } else { 0 });
     let mut dep_nodes: Vec<CUgraphNode> = Vec::with_capacity(4);
     let mut kernel_flags: Vec<bool> = Vec::with_capacity(n);
     let Ops { list, deps: all_deps } = ops;
@@ -661,16 +659,17 @@ unsafe fn add_ops(
             // SAFETY: the caller's live graph and its nodes.
             Op::Cond(c) => unsafe { add_conditional(d, graph, full, c, raw_ctx, programmatic) }?,
         };
-        if let Some(e) = edge {
-            from.push(dep_nodes[0]);
-            to.push(node);
-            data.push(e);
+        if let (Some(e), Some(&from)) = (edge, dep_nodes.first()) {
+            if edges.push(from, node, e) {
+                // SAFETY: the caller's live graph and its nodes.
+                unsafe { edges.flush(d, graph) }?;
+            }
         }
         nodes.push(node);
         kernel_flags.push(op.is_kernel());
     }
-    // SAFETY: the caller's live graph and its nodes.
-    unsafe { add_edges(d, graph, &from, &to, &data) }?;
+    // SAFETY: as above.
+    unsafe { edges.flush(d, graph) }?;
     Ok(nodes)
 }
 

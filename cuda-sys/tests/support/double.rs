@@ -164,6 +164,8 @@ typedef struct { unsigned result; void *errorNode; void *errorFromNode; } Update
 typedef struct { unsigned char from_port, to_port, type, reserved[5]; } EdgeData;
 
 static int g_last_called = -1;
+static int g_calls[N_PAIRS];
+#define CALLED(i) do { g_last_called = (i); (void)__atomic_fetch_add(&g_calls[(i)], 1, __ATOMIC_RELAXED); } while (0)
 static unsigned g_update_result = 0;
 static void *g_update_error_node = NULL;
 static void *g_update_error_from = NULL;
@@ -181,6 +183,7 @@ void fc_double_set_update(unsigned result, void *error_node, void *error_from) {
 }
 void fc_double_last_update_args(void **exec, void **graph) { *exec = g_update_exec; *graph = g_update_graph; }
 int fc_double_last_called(void) { return g_last_called; }
+int fc_double_calls(int i) { return i >= 0 && i < N_PAIRS ? __atomic_load_n(&g_calls[i], __ATOMIC_RELAXED) : 0; }
 void fc_double_reset_last_called(void) { g_last_called = -1; }
 int fc_double_requests(void) { return g_requests; }
 int fc_double_over_requests(void) { return g_over; }
@@ -190,7 +193,7 @@ int fc_double_request(int i, const char **name, int *version) {
 }
 
 static CUresult abi_cuDriverGetVersion_v2020(int *v) {
-    g_last_called = IDX_cuDriverGetVersion_v2020;
+    CALLED(IDX_cuDriverGetVersion_v2020);
     if (!v) return CUDA_ERROR_INVALID_VALUE;
     *v = DRIVER_VERSION;
     return CUDA_SUCCESS;
@@ -201,7 +204,7 @@ static CUresult update_common(void *exec, void *graph) {
     return g_update_result ? CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE : CUDA_SUCCESS;
 }
 static CUresult abi_cuGraphExecUpdate_v12000(void *exec, void *graph, UpdateInfo *info) {
-    g_last_called = IDX_cuGraphExecUpdate_v12000;
+    CALLED(IDX_cuGraphExecUpdate_v12000);
     if (!info) return CUDA_ERROR_INVALID_VALUE;
     info->result = g_update_result;
     info->errorNode = g_update_error_node;
@@ -209,7 +212,7 @@ static CUresult abi_cuGraphExecUpdate_v12000(void *exec, void *graph, UpdateInfo
     return update_common(exec, graph);
 }
 static CUresult abi_cuGraphExecUpdate_v10020(void *exec, void *graph, void **error_node, unsigned *result) {
-    g_last_called = IDX_cuGraphExecUpdate_v10020;
+    CALLED(IDX_cuGraphExecUpdate_v10020);
     if (!error_node || !result) return CUDA_ERROR_INVALID_VALUE;
     *error_node = g_update_error_node;
     *result = g_update_result;
@@ -259,7 +262,7 @@ static CUresult add_kernel_common(void **node, size_t ndeps) { return add_node_c
 static CUresult abi_cuGraphAddKernelNode_v12000(void **node, void *graph, void *const *deps, size_t ndeps,
                                                 const KernelParamsV2 *p) {
     (void)graph; (void)deps;
-    g_last_called = IDX_cuGraphAddKernelNode_v12000;
+    CALLED(IDX_cuGraphAddKernelNode_v12000);
     memset(g_args, 0, sizeof g_args);
     if (!p) return CUDA_ERROR_INVALID_VALUE;
     record_v2(p);
@@ -268,14 +271,14 @@ static CUresult abi_cuGraphAddKernelNode_v12000(void **node, void *graph, void *
 static CUresult abi_cuGraphAddKernelNode_v10000(void **node, void *graph, void *const *deps, size_t ndeps,
                                                 const KernelParamsV1 *p) {
     (void)graph; (void)deps;
-    g_last_called = IDX_cuGraphAddKernelNode_v10000;
+    CALLED(IDX_cuGraphAddKernelNode_v10000);
     memset(g_args, 0, sizeof g_args);
     if (!p) return CUDA_ERROR_INVALID_VALUE;
     record_v1(p);
     return add_kernel_common(node, ndeps);
 }
 static CUresult abi_cuGraphExecKernelNodeSetParams_v12000(void *exec, void *node, const KernelParamsV2 *p) {
-    g_last_called = IDX_cuGraphExecKernelNodeSetParams_v12000;
+    CALLED(IDX_cuGraphExecKernelNodeSetParams_v12000);
     memset(g_args, 0, sizeof g_args);
     if (!p) return CUDA_ERROR_INVALID_VALUE;
     record_v2(p);
@@ -283,7 +286,7 @@ static CUresult abi_cuGraphExecKernelNodeSetParams_v12000(void *exec, void *node
     return CUDA_SUCCESS;
 }
 static CUresult abi_cuGraphExecKernelNodeSetParams_v10010(void *exec, void *node, const KernelParamsV1 *p) {
-    g_last_called = IDX_cuGraphExecKernelNodeSetParams_v10010;
+    CALLED(IDX_cuGraphExecKernelNodeSetParams_v10010);
     memset(g_args, 0, sizeof g_args);
     if (!p) return CUDA_ERROR_INVALID_VALUE;
     record_v1(p);
@@ -293,7 +296,7 @@ static CUresult abi_cuGraphExecKernelNodeSetParams_v10010(void *exec, void *node
 static CUresult abi_cuGraphAddDependencies_v12030(void *graph, void *const *from, void *const *to,
                                                   const EdgeData *data, size_t n) {
     (void)graph;
-    g_last_called = IDX_cuGraphAddDependencies_v12030;
+    CALLED(IDX_cuGraphAddDependencies_v12030);
     memset(g_args, 0, sizeof g_args);
     if (!from || !to) return CUDA_ERROR_INVALID_VALUE;
     g_args[0] = n;
@@ -304,7 +307,7 @@ static CUresult abi_cuGraphAddDependencies_v12030(void *graph, void *const *from
 }
 static CUresult abi_cuGraphAddDependencies_v10000(void *graph, void *const *from, void *const *to, size_t n) {
     (void)graph;
-    g_last_called = IDX_cuGraphAddDependencies_v10000;
+    CALLED(IDX_cuGraphAddDependencies_v10000);
     memset(g_args, 0, sizeof g_args);
     if (!from || !to) return CUDA_ERROR_INVALID_VALUE;
     g_args[0] = n;
@@ -313,7 +316,7 @@ static CUresult abi_cuGraphAddDependencies_v10000(void *graph, void *const *from
 }
 
 static CUresult abi_cuGraphKernelNodeSetParams_v12000(void *node, const KernelParamsV2 *p) {
-    g_last_called = IDX_cuGraphKernelNodeSetParams_v12000;
+    CALLED(IDX_cuGraphKernelNodeSetParams_v12000);
     memset(g_args, 0, sizeof g_args);
     if (!p) return CUDA_ERROR_INVALID_VALUE;
     record_v2(p);
@@ -321,7 +324,7 @@ static CUresult abi_cuGraphKernelNodeSetParams_v12000(void *node, const KernelPa
     return CUDA_SUCCESS;
 }
 static CUresult abi_cuGraphKernelNodeSetParams_v10000(void *node, const KernelParamsV1 *p) {
-    g_last_called = IDX_cuGraphKernelNodeSetParams_v10000;
+    CALLED(IDX_cuGraphKernelNodeSetParams_v10000);
     memset(g_args, 0, sizeof g_args);
     if (!p) return CUDA_ERROR_INVALID_VALUE;
     record_v1(p);
@@ -381,19 +384,19 @@ static CUresult add_node(void **node, void *const *deps, const EdgeData *data, s
 static CUresult abi_cuGraphAddNode_v12030(void **node, void *graph, void *const *deps, const EdgeData *data,
                                           size_t ndeps, NodeParams *p) {
     (void)graph;
-    g_last_called = IDX_cuGraphAddNode_v12030;
+    CALLED(IDX_cuGraphAddNode_v12030);
     return add_node(node, deps, data, ndeps, p);
 }
 static CUresult abi_cuGraphAddNode_v12020(void **node, void *graph, void *const *deps, size_t ndeps,
                                           NodeParams *p) {
     (void)graph;
-    g_last_called = IDX_cuGraphAddNode_v12020;
+    CALLED(IDX_cuGraphAddNode_v12020);
     return add_node(node, deps, NULL, ndeps, p);
 }
 static unsigned long long g_conditions = 0;
 static CUresult abi_cuGraphConditionalHandleCreate_v12030(unsigned long long *out, void *graph, void *ctx,
                                                           unsigned default_value, unsigned flags) {
-    g_last_called = IDX_cuGraphConditionalHandleCreate_v12030;
+    CALLED(IDX_cuGraphConditionalHandleCreate_v12030);
     memset(g_args, 0, sizeof g_args);
     if (!out || !graph || flags > 1) return CUDA_ERROR_INVALID_VALUE;
     *out = CONDITION_BASE + g_conditions++;
@@ -403,7 +406,7 @@ static CUresult abi_cuGraphConditionalHandleCreate_v12030(unsigned long long *ou
 }
 static CUresult abi_cuGraphNodeGetType_v10000(void *node, unsigned *type) {
     size_t i = (size_t)node - ADDED_NODE_BASE;
-    g_last_called = IDX_cuGraphNodeGetType_v10000;
+    CALLED(IDX_cuGraphNodeGetType_v10000);
     if (!type || (size_t)node < ADDED_NODE_BASE || i >= g_added || i >= MAX_NODES) return CUDA_ERROR_INVALID_VALUE;
     *type = g_node_type[i];
     return CUDA_SUCCESS;
@@ -415,7 +418,7 @@ static int g_link_live = 0;
 static unsigned long long g_link_inputs = 0;
 static CUresult abi_cuLinkCreate_v6050(unsigned n, unsigned *options, void **values, void **state) {
     (void)values;
-    g_last_called = IDX_cuLinkCreate_v6050;
+    CALLED(IDX_cuLinkCreate_v6050);
     memset(g_args, 0, sizeof g_args);
     if (!state || (n && !options)) return CUDA_ERROR_INVALID_VALUE;
     *state = (void *)LINK_STATE; g_link_live = 1; g_link_inputs = 0;
@@ -425,7 +428,7 @@ static CUresult abi_cuLinkCreate_v6050(unsigned n, unsigned *options, void **val
 static CUresult abi_cuLinkAddData_v6050(void *state, unsigned type, void *data, size_t size, const char *name,
                                         unsigned n, unsigned *options, void **values) {
     (void)options; (void)values;
-    g_last_called = IDX_cuLinkAddData_v6050;
+    CALLED(IDX_cuLinkAddData_v6050);
     memset(g_args, 0, sizeof g_args);
     if (state != (void *)LINK_STATE || !g_link_live || !data || !size) return CUDA_ERROR_INVALID_VALUE;
     g_link_inputs++;
@@ -436,7 +439,7 @@ static CUresult abi_cuLinkAddData_v6050(void *state, unsigned type, void *data, 
 static CUresult abi_cuLinkAddFile_v6050(void *state, unsigned type, const char *path, unsigned n,
                                         unsigned *options, void **values) {
     (void)options; (void)values;
-    g_last_called = IDX_cuLinkAddFile_v6050;
+    CALLED(IDX_cuLinkAddFile_v6050);
     memset(g_args, 0, sizeof g_args);
     if (state != (void *)LINK_STATE || !g_link_live || !path) return CUDA_ERROR_INVALID_VALUE;
     g_link_inputs++;
@@ -444,7 +447,7 @@ static CUresult abi_cuLinkAddFile_v6050(void *state, unsigned type, const char *
     return CUDA_SUCCESS;
 }
 static CUresult abi_cuLinkComplete_v5050(void *state, void **cubin, size_t *size) {
-    g_last_called = IDX_cuLinkComplete_v5050;
+    CALLED(IDX_cuLinkComplete_v5050);
     memset(g_args, 0, sizeof g_args);
     if (state != (void *)LINK_STATE || !g_link_live || !cubin || !size || !g_link_inputs)
         return CUDA_ERROR_INVALID_VALUE;
@@ -453,7 +456,7 @@ static CUresult abi_cuLinkComplete_v5050(void *state, void **cubin, size_t *size
     return CUDA_SUCCESS;
 }
 static CUresult abi_cuLinkDestroy_v5050(void *state) {
-    g_last_called = IDX_cuLinkDestroy_v5050;
+    CALLED(IDX_cuLinkDestroy_v5050);
     memset(g_args, 0, sizeof g_args);
     if (state != (void *)LINK_STATE || !g_link_live) return CUDA_ERROR_INVALID_VALUE;
     g_link_live = 0;
@@ -485,20 +488,20 @@ static __thread int t_ctx_depth = 0; /* t_ctx_stack[t_ctx_depth - 1] is current 
 #define FAKE_PRIMARY ((void *)0xC7C70000)
 static void *fake_handle(unsigned long long base) { return (void *)(size_t)(base + ++g_handles); }
 static CUresult abi_cuDeviceGetCount_v2000(int *n) {
-    g_last_called = IDX_cuDeviceGetCount_v2000;
+    CALLED(IDX_cuDeviceGetCount_v2000);
     if (!n) return CUDA_ERROR_INVALID_VALUE;
     *n = 1;
     return CUDA_SUCCESS;
 }
 static CUresult abi_cuDeviceGet_v2000(int *dev, int ordinal) {
-    g_last_called = IDX_cuDeviceGet_v2000;
+    CALLED(IDX_cuDeviceGet_v2000);
     if (!dev) return CUDA_ERROR_INVALID_VALUE;
     if (ordinal != 0) return 101; /* CUDA_ERROR_INVALID_DEVICE */
     *dev = 0;
     return CUDA_SUCCESS;
 }
 static CUresult abi_cuDeviceGetAttribute_v2000(int *v, int attr, int dev) {
-    g_last_called = IDX_cuDeviceGetAttribute_v2000;
+    CALLED(IDX_cuDeviceGetAttribute_v2000);
     if (!v || dev != 0) return CUDA_ERROR_INVALID_VALUE;
     switch (attr) {
     case 1: case 2: case 3: *v = 1024; break; /* threads a block, block x, y */
@@ -513,19 +516,19 @@ static CUresult abi_cuDeviceGetAttribute_v2000(int *v, int attr, int dev) {
     return CUDA_SUCCESS;
 }
 static CUresult abi_cuDevicePrimaryCtxRetain_v7000(void **ctx, int dev) {
-    g_last_called = IDX_cuDevicePrimaryCtxRetain_v7000;
+    CALLED(IDX_cuDevicePrimaryCtxRetain_v7000);
     if (!ctx || dev != 0) return CUDA_ERROR_INVALID_VALUE;
     *ctx = FAKE_PRIMARY;
     return CUDA_SUCCESS;
 }
 static CUresult abi_cuCtxGetCurrent_v4000(void **ctx) {
-    g_last_called = IDX_cuCtxGetCurrent_v4000;
+    CALLED(IDX_cuCtxGetCurrent_v4000);
     if (!ctx) return CUDA_ERROR_INVALID_VALUE;
     *ctx = t_ctx_depth ? t_ctx_stack[t_ctx_depth - 1] : NULL;
     return CUDA_SUCCESS;
 }
 static CUresult abi_cuCtxSetCurrent_v4000(void *ctx) {
-    g_last_called = IDX_cuCtxSetCurrent_v4000;
+    CALLED(IDX_cuCtxSetCurrent_v4000);
     if (!ctx) {
         if (t_ctx_depth) t_ctx_depth--;
         return CUDA_SUCCESS;
@@ -535,13 +538,13 @@ static CUresult abi_cuCtxSetCurrent_v4000(void *ctx) {
     return CUDA_SUCCESS;
 }
 static CUresult abi_cuCtxPushCurrent_v4000(void *ctx) {
-    g_last_called = IDX_cuCtxPushCurrent_v4000;
+    CALLED(IDX_cuCtxPushCurrent_v4000);
     if (!ctx || t_ctx_depth >= 16) return CUDA_ERROR_INVALID_VALUE;
     t_ctx_stack[t_ctx_depth++] = ctx;
     return CUDA_SUCCESS;
 }
 static CUresult abi_cuCtxPopCurrent_v4000(void **ctx) {
-    g_last_called = IDX_cuCtxPopCurrent_v4000;
+    CALLED(IDX_cuCtxPopCurrent_v4000);
     if (!t_ctx_depth) return 201; /* CUDA_ERROR_INVALID_CONTEXT */
     t_ctx_depth--;
     if (ctx) *ctx = t_ctx_stack[t_ctx_depth];
@@ -549,13 +552,13 @@ static CUresult abi_cuCtxPopCurrent_v4000(void **ctx) {
 }
 static CUresult abi_cuStreamCreate_v2000(void **s, unsigned flags) {
     (void)flags;
-    g_last_called = IDX_cuStreamCreate_v2000;
+    CALLED(IDX_cuStreamCreate_v2000);
     if (!s) return CUDA_ERROR_INVALID_VALUE;
     *s = fake_handle(0x57000000ULL);
     return CUDA_SUCCESS;
 }
 static CUresult abi_cuMemAlloc_v3020(unsigned long long *p, size_t bytes) {
-    g_last_called = IDX_cuMemAlloc_v3020;
+    CALLED(IDX_cuMemAlloc_v3020);
     if (!p || !bytes) return CUDA_ERROR_INVALID_VALUE;
     *p = g_next_ptr;
     g_next_ptr += (bytes + 255) & ~255ULL;
@@ -563,7 +566,7 @@ static CUresult abi_cuMemAlloc_v3020(unsigned long long *p, size_t bytes) {
 }
 static CUresult abi_cuModuleLoadDataEx_v2010(void **m, const void *image, unsigned n, void *opts, void **vals) {
     (void)n; (void)opts; (void)vals;
-    g_last_called = IDX_cuModuleLoadDataEx_v2010;
+    CALLED(IDX_cuModuleLoadDataEx_v2010);
     if (!m || !image) return CUDA_ERROR_INVALID_VALUE;
     *m = fake_handle(0x40000000ULL);
     return CUDA_SUCCESS;
@@ -576,7 +579,7 @@ static char g_func_name[MAX_FUNCS][64];
 static int g_funcs = 0;
 static CUresult abi_cuModuleGetFunction_v2000(void **f, void *m, const char *name) {
     int i;
-    g_last_called = IDX_cuModuleGetFunction_v2000;
+    CALLED(IDX_cuModuleGetFunction_v2000);
     if (!f || !m || !name) return CUDA_ERROR_INVALID_VALUE;
     for (i = 0; i < g_funcs; i++)
         if (g_func_module[i] == m && strncmp(g_func_name[i], name, 63) == 0) break;
@@ -595,7 +598,7 @@ static CUresult abi_cuModuleGetFunction_v2000(void **f, void *m, const char *nam
 static CUresult abi_cuFuncGetParamInfo_v12040(void *f, size_t index, size_t *offset, size_t *size) {
     static const size_t sizes[4] = {8, 8, 8, 4};
     size_t i = ((size_t)f - (size_t)FUNC_BASE) / 16;
-    g_last_called = IDX_cuFuncGetParamInfo_v12040;
+    CALLED(IDX_cuFuncGetParamInfo_v12040);
     if (!offset || !size || (size_t)f < (size_t)FUNC_BASE || i >= (size_t)g_funcs) return CUDA_ERROR_INVALID_VALUE;
     if (strcmp(g_func_name[i], "fc_add_f32") != 0 && strcmp(g_func_name[i], "fc_mul_f32") != 0) return CUDA_ERROR_NOT_FOUND;
     if (index >= 4) return CUDA_ERROR_INVALID_VALUE;
@@ -604,20 +607,20 @@ static CUresult abi_cuFuncGetParamInfo_v12040(void *f, size_t index, size_t *off
     return CUDA_SUCCESS;
 }
 static CUresult abi_cuFuncGetAttribute_v2020(int *v, int attr, void *f) {
-    g_last_called = IDX_cuFuncGetAttribute_v2020;
+    CALLED(IDX_cuFuncGetAttribute_v2020);
     if (!v || !f) return CUDA_ERROR_INVALID_VALUE;
     *v = attr == 0 ? 1024 : 0; /* max threads a block; no static shared memory, no registers */
     return CUDA_SUCCESS;
 }
 static CUresult abi_cuGraphCreate_v10000(void **g, unsigned flags) {
-    g_last_called = IDX_cuGraphCreate_v10000;
+    CALLED(IDX_cuGraphCreate_v10000);
     if (!g || flags) return CUDA_ERROR_INVALID_VALUE;
     *g = fake_handle(0x6A000000ULL);
     return CUDA_SUCCESS;
 }
 static CUresult abi_cuGraphInstantiateWithFlags_v11040(void **e, void *g, unsigned long long flags) {
     (void)flags;
-    g_last_called = IDX_cuGraphInstantiateWithFlags_v11040;
+    CALLED(IDX_cuGraphInstantiateWithFlags_v11040);
     if (!e || !g) return CUDA_ERROR_INVALID_VALUE;
     *e = fake_handle(0xE0000000ULL);
     return CUDA_SUCCESS;
@@ -625,12 +628,12 @@ static CUresult abi_cuGraphInstantiateWithFlags_v11040(void **e, void *g, unsign
 
 static CUresult abi_cuGraphGetEdges_v12030(void *graph, void **from, void **to, EdgeData *data, size_t *n) {
     (void)graph;
-    g_last_called = IDX_cuGraphGetEdges_v12030;
+    CALLED(IDX_cuGraphGetEdges_v12030);
     return edges_common(from, to, data, n);
 }
 static CUresult abi_cuGraphGetEdges_v10000(void *graph, void **from, void **to, size_t *n) {
     (void)graph;
-    g_last_called = IDX_cuGraphGetEdges_v10000;
+    CALLED(IDX_cuGraphGetEdges_v10000);
     return edges_common(from, to, NULL, n);
 }
 "#;
@@ -719,10 +722,11 @@ pub fn source(driver_version: i32) -> Result<String, String> {
     for (i, (n, v)) in pairs.iter().enumerate() {
         c += &format!("#define IDX_{n}_v{v} {i}\n");
     }
+    c += &format!("#define N_PAIRS {}\n", pairs.len());
     c += PRELUDE;
     for (i, &(n, v)) in pairs.iter().enumerate() {
         if !SPECIAL.contains(&(n, v)) {
-            c += &format!("static CUresult abi_{n}_v{v}(void) {{ g_last_called = {i}; return CUDA_SUCCESS; }}\n");
+            c += &format!("static CUresult abi_{n}_v{v}(void) {{ CALLED({i}); return CUDA_SUCCESS; }}\n");
         }
     }
     c += "typedef struct { const char *name; int version; void *fn; } Abi;\nstatic const Abi abis[] = {\n";
@@ -811,6 +815,24 @@ impl Probe {
         let i = unsafe { last() };
         // SAFETY: valid out-pointers.
         (unsafe { abi(i, &mut name, &mut version) } == 1).then(|| Self::pair(name, version))
+    }
+
+    /// How often the stub of `symbol` at ABI `version` ran so far.
+    pub fn calls(&self, symbol: &str, version: i32) -> i32 {
+        let abi: IndexFn = self.sym(b"fc_double_abi\0");
+        let calls: unsafe extern "C" fn(c_int) -> c_int = self.sym(b"fc_double_calls\0");
+        for i in 0.. {
+            let (mut name, mut v) = (std::ptr::null(), 0);
+            // SAFETY: valid out-pointers.
+            if unsafe { abi(i, &mut name, &mut v) } != 1 {
+                break;
+            }
+            if Self::pair(name, v) == (symbol.to_string(), version) {
+                // SAFETY: an index the double has.
+                return unsafe { calls(i) };
+            }
+        }
+        0
     }
 
     /// Forgets which stub ran last.
