@@ -3,7 +3,7 @@
 //! body counts down, a REPEAT whose trip count a kernel of the same graph
 //! computes (never read by the host), IF / IF_ELSE / SWITCH, nesting, a
 //! foreign section inside a body, the refusals inside bodies, and updates
-//! of re-recorded conditionals. Results are compared with the same work run
+//! of re-recorded conditionals, node by node inside their bodies. Results are compared with the same work run
 //! eagerly (the loop unrolled on the host). Skips visibly without a driver
 //! or on drivers without conditional nodes (CUDA 12.3+).
 
@@ -28,6 +28,7 @@ fn main() {
             t("nested_loops_and_a_foreign_section_in_a_body", 1, nested_loops_and_a_foreign_section_in_a_body),
             t("bodies_refuse_what_they_cannot_hold", 1, bodies_refuse_what_they_cannot_hold),
             t("re_recorded_conditionals_update", 1, re_recorded_conditionals_update),
+            t("re_recorded_bodies_update_node_by_node", 1, re_recorded_bodies_update_node_by_node),
             t("setters_linked_with_the_device_runtime", 1, setters_linked_with_the_device_runtime),
         ],
     )
@@ -281,8 +282,72 @@ fn re_recorded_conditionals_update() -> TestResult {
     ensure!(r.updated == 1 && r.node_calls == 0 && r.instantiated == 0, "the same conditional: {r:?}");
     check(&g, 3, "after a no-op update")?;
     let r = record(&n5).map_err(fail)?.end_update(&mut g).map_err(fail)?;
-    ensure!(r.instantiated == 1, "another count buffer re-instantiates: {r:?}");
-    check(&g, 5, "after re-instantiation: 5 trips")
+    ensure!(
+        r.updated == 1 && r.node_calls == 1 && r.instantiated == 0,
+        "another count buffer: the setter's one node call: {r:?}"
+    );
+    check(&g, 5, "after the setter's update: 5 trips")?;
+    let r = record(&n3).map_err(fail)?.end_update(&mut g).map_err(fail)?;
+    ensure!(r.updated == 1 && r.node_calls == 1 && r.instantiated == 0, "and back: {r:?}");
+    check(&g, 3, "back to 3 trips")
+}
+
+/// Re-recordings that change what a conditional's body launches, and the
+/// buffer a WHILE's condition is read from, update the executable node by
+/// node: one call per changed body kernel, two for a WHILE's new source
+/// (the setter before it and the one ending its body); replays follow the
+/// new parameters.
+fn re_recorded_bodies_update_node_by_node() -> TestResult {
+    let Some(ctx) = context()? else { return Ok(()) };
+    let module = Module::from_ptx(&ctx, TEST_PTX).map_err(fail)?;
+    let countdown = module.kernel("flag_countdown").map_err(fail)?;
+    let (xs, ys) = inputs(7);
+    let (_, ys2) = inputs(8);
+    let (x, y, y2, z) = (
+        upload(&ctx, &xs).map_err(fail)?,
+        upload(&ctx, &ys).map_err(fail)?,
+        upload(&ctx, &ys2).map_err(fail)?,
+        ctx.alloc(N * 4).map_err(fail)?,
+    );
+    let (f1, f2) = (u32_buffer(&ctx, 0).map_err(fail)?, u32_buffer(&ctx, 0).map_err(fail)?);
+    let one = LaunchConfig { grid: (1, 1, 1), block: (1, 1, 1), shared_mem_bytes: 0 };
+    let record = |flag: &DeviceBuffer, y: &DeviceBuffer| -> fc_graph::Result<fc_graph::Capture> {
+        let cap = ctx.begin_capture(CaptureMode::ThreadLocal)?;
+        ctx.while_loop(flag, |c| {
+            chain_n(c, &x, y, &z, N, PAIRS)?;
+            countdown.launch_on(c, one, &[KernelArg::Buffer(flag)])
+        })?;
+        Ok(cap)
+    };
+    let run = |g: &fc_graph::Graph, flag: &DeviceBuffer, ys: &[f32], trips: u32, what: &str| -> TestResult {
+        x.upload(&xs).map_err(fail)?;
+        flag.upload(&[trips]).map_err(fail)?;
+        g.launch().map_err(fail)?;
+        let mut want = xs.clone();
+        chain_cpu(&mut want, ys, PAIRS * trips as usize);
+        assert_exact(what, &download(&x, N).map_err(fail)?, &want)?;
+        ensure!(read_u32(flag).map_err(fail)? == 0, "{what}: the body counted its flag down");
+        Ok(())
+    };
+    let mut g = record(&f1, &y).map_err(fail)?.end().map_err(fail)?;
+    run(&g, &f1, &ys, 4, "first recording")?;
+    let r = record(&f1, &y2).map_err(fail)?.end_update(&mut g).map_err(fail)?;
+    ensure!(
+        r.updated == 1 && r.node_calls == 2 * PAIRS && r.instantiated == 0,
+        "each body kernel reading y changed: {r:?}"
+    );
+    run(&g, &f1, &ys2, 3, "the body's kernels read y2")?;
+    let r = record(&f2, &y2).map_err(fail)?.end_update(&mut g).map_err(fail)?;
+    ensure!(
+        r.updated == 1 && r.node_calls == 3 && r.instantiated == 0,
+        "another flag: both setters and the countdown kernel: {r:?}"
+    );
+    f1.upload(&[7u32]).map_err(fail)?;
+    run(&g, &f2, &ys2, 5, "the loop reads f2")?;
+    ensure!(read_u32(&f1).map_err(fail)? == 7, "f1 is no longer read or counted down");
+    let r = record(&f2, &y2).map_err(fail)?.end_update(&mut g).map_err(fail)?;
+    ensure!(r.updated == 1 && r.node_calls == 0, "nothing changed: no call: {r:?}");
+    run(&g, &f2, &ys2, 2, "after a no-op update")
 }
 
 /// The fallback where a driver refuses the setters' plain load: linked at

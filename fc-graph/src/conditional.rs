@@ -38,10 +38,13 @@
 //! thread on the context while it is open; begin, next and end may come
 //! from any thread, one conditional at a time per nesting level.
 //!
-//! **Updates:** re-recording the same conditional (same kind, condition
-//! address and bodies) changes nothing on the device; any other change
-//! re-instantiates the segment (the driver allows one executable per graph
-//! with conditional nodes).
+//! **Updates:** a re-recording whose conditionals have the same kind and
+//! bodies of the same shape (as many ops, each of the same kind, function
+//! and dependencies) is applied node by node, bodies included: one driver
+//! call per changed kernel or memset, one per setter whose condition
+//! address changed (two for a WHILE, whose body ends with a setter too),
+//! none when nothing changed. Any other change re-instantiates the segment
+//! (a graph with conditional nodes goes to no whole-graph update).
 
 use crate::buffer::DeviceBuffer;
 use crate::context::Context;

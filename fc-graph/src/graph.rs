@@ -9,11 +9,12 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use crate::built_segment::{Built, BuiltNodes, Fit, NodeSet};
 use crate::context::Context;
 use crate::driver::{check, shielded};
 use crate::error::{Error, Result};
 use crate::nodes::destroy_graph;
-use crate::segment::{Built, BuiltNodes, Fit, Ops};
+use crate::segment::Ops;
 use crate::topology::Topology;
 
 /// A break's host function: receives the context and the *live* value
@@ -137,7 +138,7 @@ impl GraphExec {
                 let old = b.replace_ops(ops);
                 self.ctx.sink().recycle(old);
             }
-            None => self.built = Some(BuiltNodes::new(Vec::new(), ops)),
+            None => self.built = Some(BuiltNodes::new(NodeSet::default(), ops)),
         }
     }
 

@@ -339,6 +339,7 @@
 
 pub mod buckets;
 pub mod buffer;
+mod built_segment;
 mod builtin_kernels;
 pub mod builtins;
 pub mod cache;

@@ -25,13 +25,14 @@
 use cuda_sys::*;
 use smallvec::SmallVec;
 
+use crate::built_segment::{materialize, Built, Fit};
 use crate::capture_state::ThreadTag;
 use crate::context::{lock, CaptureMode, Context};
 use crate::driver::{bound, check, RawCtx};
 use crate::error::{Error, Result};
 use crate::graph::{node_count, BreakFn, Captured, Graph, GraphExec, NewPieces, Piece, UpdateReport};
 use crate::nodes::destroy_graph;
-use crate::segment::{materialize, Fit, Op, Ops, OwnedGraph};
+use crate::segment::{Op, Ops, OwnedGraph};
 
 /// Whole recordings against cuda-sys's driver double.
 #[cfg(all(test, target_os = "linux"))]
@@ -607,11 +608,7 @@ fn update_built<L>(
         }
         Ok(false) => {
             report.instantiated += 1;
-            match GraphExec::instantiate_built(
-                ctx,
-                crate::segment::Built { graph: captured.graph, nodes: built.nodes },
-                ops,
-            ) {
+            match GraphExec::instantiate_built(ctx, Built { graph: captured.graph, nodes: built.nodes }, ops) {
                 Ok(e) => Piece::Segment(Some(e)),
                 Err(e) => {
                     failure.get_or_insert(e);

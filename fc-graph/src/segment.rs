@@ -6,15 +6,12 @@
 //! synchronisation, a GLOBAL capture, a context created or destroyed) can
 //! invalidate, refuse or crash it.
 //!
+//! - [`Op`], [`Ops`]: the work written down, and what each op depends on.
 //! - [`Sink`]: where a context's launches go while one of its recordings
 //!   is open (any thread's, as a stream capture would take them).
-//! - [`materialize`]: the ops as a `CUgraph`, in order: each op depends on
-//!   the one before (the stream order the eager calls would have), with a
-//!   programmatic edge where the op launches with PDL after a kernel on a
-//!   CUDA 12.3+ driver (see [`crate::nodes::programmatic_edge`]).
-//! - [`BuiltNodes`]: what an executable made from ops keeps, so that a
-//!   re-recording of the same shape is applied node by node
-//!   ([`BuiltNodes::update`]): unchanged nodes make no driver call.
+//!
+//! [`crate::built_segment`] builds the ops into a graph and updates its
+//! nodes from a re-recording.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -23,13 +20,9 @@ use smallvec::SmallVec;
 
 use cuda_sys::*;
 
-use crate::driver::{bound, RawCtx};
+use crate::driver::RawCtx;
 use crate::error::Result;
-use crate::nodes::{
-    add_child_node, add_conditional_node, add_kernel_node, add_kernel_node_params, add_memset_node,
-    create_conditional_handle, destroy_graph, pdl_change, programmatic_edge, set_kernel_node_params,
-    update_kernel_node, update_memset_node, LaunchSpec, MemsetRaw, PendingEdges, WordLaunch,
-};
+use crate::nodes::{destroy_graph, LaunchSpec, MemsetRaw, WordLaunch};
 use crate::sync::SpinLock;
 
 /// A graph the recording owns (a captured foreign section), destroyed on
@@ -43,6 +36,11 @@ impl OwnedGraph {
     /// Takes ownership of `graph`, a graph of the context `raw`.
     pub(crate) fn new(graph: CUgraph, raw: RawCtx) -> OwnedGraph {
         OwnedGraph { graph, raw }
+    }
+
+    /// The graph (still owned).
+    pub(crate) fn raw(&self) -> CUgraph {
+        self.graph
     }
 }
 
@@ -116,7 +114,7 @@ impl CondOp {
             && self.bodies.iter().zip(&other.bodies).all(|(a, b)| same_ops(a, b))
     }
 
-    fn counter_addr(&self) -> u64 {
+    pub(crate) fn counter_addr(&self) -> u64 {
         self.counter.as_ref().map_or(0, |c| c.0)
     }
 }
@@ -131,12 +129,12 @@ fn same_ops(a: &Ops, b: &Ops) -> bool {
 unsafe impl Send for Op {}
 
 impl Op {
-    fn is_kernel(&self) -> bool {
+    pub(crate) fn is_kernel(&self) -> bool {
         matches!(self, Op::Binary(_) | Op::Kernel(_))
     }
 
     /// Whether `new` may be applied to a node made from `self` in place.
-    fn same_shape(&self, new: &Op) -> bool {
+    pub(crate) fn same_shape(&self, new: &Op) -> bool {
         match (self, new) {
             (Op::Binary(a), Op::Binary(b)) => a.func == b.func && a.pdl == b.pdl,
             (Op::Kernel(a), Op::Kernel(b)) => a.spec.func == b.spec.func && a.spec.pdl == b.spec.pdl,
@@ -199,6 +197,14 @@ impl Ops {
         self.list.len()
     }
 
+    /// The ops, to change in place, beside a reader of each op's
+    /// dependencies.
+    pub(crate) fn list_and_deps(&mut self) -> (&mut Vec<Op>, impl Fn(usize) -> Deps + '_) {
+        let Ops { list, deps } = self;
+        let deps = &*deps;
+        (list, move |i| deps_at(deps, i))
+    }
+
     /// The ops op `i` depends on.
     pub(crate) fn deps_of(&self, i: usize) -> Deps {
         deps_at(&self.deps, i)
@@ -212,7 +218,7 @@ impl Ops {
 
     /// Whether both have the same dependencies (op for op; the lengths are
     /// the caller's to compare). Two chains are, at no cost.
-    fn same_deps(&self, other: &Ops) -> bool {
+    pub(crate) fn same_deps(&self, other: &Ops) -> bool {
         match (&self.deps, &other.deps) {
             (None, None) => true,
             (Some(a), Some(b)) => a == b,
@@ -570,348 +576,8 @@ fn no_body() -> crate::error::Error {
     crate::error::Error::capture_state("no conditional body is open on this context")
 }
 
-/// A graph built from ops, and the node each op became.
-pub(crate) struct Built {
-    pub(crate) graph: CUgraph,
-    pub(crate) nodes: Vec<CUgraphNode>,
-}
-
-/// Builds `ops` into a new graph of the context `ctx` (see the module
-/// docs): each op a node after the nodes of its dependencies. The edge into
-/// a kernel that launches with PDL from its one dependency, a kernel, is
-/// programmatic (where the driver has such edges); every other edge is a
-/// full one. Child ops are copied into the graph and their graphs
-/// destroyed. On error nothing is left.
-pub(crate) fn materialize(ctx: RawCtx, ops: &mut Ops) -> Result<Built> {
-    let d = crate::driver::driver()?;
-    let programmatic = d.has_programmatic_edges();
-    let raw_ctx = ctx.raw;
-    bound(ctx, |d| {
-        let mut graph: CUgraph = std::ptr::null_mut();
-        // SAFETY: valid out-pointer; flags must be 0.
-        crate::driver::check("cuGraphCreate", unsafe { (d.cuGraphCreate)(&mut graph, 0) })?;
-        // SAFETY: our live graph, bound here.
-        match unsafe { add_ops(d, graph, ops, raw_ctx, programmatic) } {
-            Ok(nodes) => Ok(Built { graph, nodes }),
-            Err(e) => {
-                // SAFETY: the graph made above, destroyed once.
-                unsafe { (d.cuGraphDestroy)(graph) };
-                Err(e)
-            }
-        }
-    })
-}
-
-/// Adds `ops` to `graph` (see [`materialize`]); the node of each op.
-///
-/// # Safety
-/// `graph` is a live graph of the context `raw_ctx`, current on this
-/// thread (a recording's graph or a conditional node's body).
-unsafe fn add_ops(
-    d: &DriverFns,
-    graph: CUgraph,
-    ops: &mut Ops,
-    raw_ctx: CUcontext,
-    programmatic: bool,
-) -> Result<Vec<CUgraphNode>> {
-    let n = ops.len();
-    let mut nodes: Vec<CUgraphNode> = Vec::with_capacity(n);
-    let mut edges = PendingEdges::with_capacity(if programmatic { n } else { 0 });
-    let mut dep_nodes: Vec<CUgraphNode> = Vec::with_capacity(4);
-    let mut kernel_flags: Vec<bool> = Vec::with_capacity(n);
-    let Ops { list, deps: all_deps } = ops;
-    for (at, op) in list.iter_mut().enumerate() {
-        let deps = deps_at(all_deps, at);
-        dep_nodes.clear();
-        for &i in &deps {
-            let node = nodes.get(i as usize).copied();
-            dep_nodes.push(node.ok_or_else(|| crate::error::Error::invalid("an op depends on a later op"))?);
-        }
-        let pdl = match op {
-            Op::Binary(l) => l.pdl,
-            Op::Kernel(k) => k.spec.pdl,
-            _ => false,
-        };
-        let single_kernel_dep = deps.len() == 1 && ops_is_kernel_at(&kernel_flags, deps[0] as usize);
-        let edge = programmatic_edge(pdl, single_kernel_dep, programmatic);
-        let full: &[CUgraphNode] = if edge.is_some() { &[] } else { &dep_nodes };
-        let node = match op {
-            Op::Binary(l) => l.with_params(|p| {
-                // SAFETY: the caller's live graph, bound; `full` its nodes;
-                // the launch was checked when recorded.
-                unsafe { add_kernel_node_params(d, graph, full, p) }
-            })?,
-            // SAFETY: as above.
-            Op::Kernel(k) => unsafe { add_kernel_node(d, graph, full, &k.spec) }?,
-            // SAFETY: the caller's live graph and its nodes; the range lies
-            // inside memory of this context (checked when recorded).
-            Op::Memset(m) => unsafe { add_memset_node(d, graph, full, m, raw_ctx) }?,
-            Op::Child { graph: child, .. } => {
-                let Some(c) = child.as_ref() else {
-                    return Err(crate::error::Error::invalid("a recorded foreign section was built already"));
-                };
-                // SAFETY: two live graphs of this context; the child is
-                // copied.
-                let node = unsafe { add_child_node(d, graph, full, c.graph) }?;
-                *child = None;
-                node
-            }
-            // SAFETY: the caller's live graph and its nodes.
-            Op::Cond(c) => unsafe { add_conditional(d, graph, full, c, raw_ctx, programmatic) }?,
-        };
-        if let (Some(e), Some(&from)) = (edge, dep_nodes.first()) {
-            if edges.push(from, node, e) {
-                // SAFETY: the caller's live graph and its nodes.
-                unsafe { edges.flush(d, graph) }?;
-            }
-        }
-        nodes.push(node);
-        kernel_flags.push(op.is_kernel());
-    }
-    // SAFETY: as above.
-    unsafe { edges.flush(d, graph) }?;
-    Ok(nodes)
-}
-
-/// Adds a recorded conditional node after `deps`: the setter kernel, then
-/// the node (on the setter), then each body into the graphs the driver made
-/// for it, a loop's body ending with its setter. Returns the conditional
-/// node.
-///
-/// # Safety
-/// As [`add_ops`]; `deps` are nodes of `graph`.
-unsafe fn add_conditional(
-    d: &DriverFns,
-    graph: CUgraph,
-    deps: &[CUgraphNode],
-    c: &mut CondOp,
-    raw_ctx: CUcontext,
-    programmatic: bool,
-) -> Result<CUgraphNode> {
-    // SAFETY: the caller's promise.
-    let handle = unsafe { create_conditional_handle(d, graph, raw_ctx) }?;
-    let k = Arc::clone(&c.kernels);
-    let counter = c.counter_addr();
-    let setter = match c.kind {
-        CondKind::Repeat => SetterLaunch::new(k.load, &[handle, counter, c.src]),
-        _ => SetterLaunch::new(k.set, &[handle, c.src]),
-    };
-    // SAFETY: the caller's live graph and nodes; a setter of this context
-    // with (u64 handle, u64 pointer...) arguments as its PTX declares.
-    let pre = setter.spec.with_params(|p| unsafe { add_kernel_node_params(d, graph, deps, p) })?;
-    let (type_, size) = match c.kind {
-        CondKind::While | CondKind::Repeat => (CU_GRAPH_COND_TYPE_WHILE, 1),
-        CondKind::If => (CU_GRAPH_COND_TYPE_IF, c.bodies.len().clamp(1, 2) as u32),
-        CondKind::Switch => (CU_GRAPH_COND_TYPE_SWITCH, c.bodies.len().max(1) as u32),
-    };
-    // SAFETY: the caller's promise; the parameters name this context and
-    // a handle of this graph.
-    let (node, bodies) = unsafe { add_conditional_node(d, graph, pre, handle, type_, size, raw_ctx) }?;
-    let repeat_setter = match c.kind {
-        CondKind::Repeat => Some(SetterLaunch::new(k.countdown, &[handle, counter])),
-        CondKind::While => Some(SetterLaunch::new(k.set, &[handle, c.src])),
-        _ => None,
-    };
-    for (body_ops, &body) in c.bodies.iter_mut().zip(&bodies) {
-        // SAFETY: a body graph the driver made for the node, of this context.
-        let body_nodes = unsafe { add_ops(d, body, body_ops, raw_ctx, programmatic) }?;
-        if let Some(s) = &repeat_setter {
-            let leaves = leaves(body_ops, &body_nodes);
-            // SAFETY: the body graph and its nodes; a setter as above.
-            s.spec.with_params(|p| unsafe { add_kernel_node_params(d, body, &leaves, p) })?;
-        }
-    }
-    Ok(node)
-}
-
-/// The nodes of `ops` no other op depends on (where a body ends).
-fn leaves(ops: &Ops, nodes: &[CUgraphNode]) -> Vec<CUgraphNode> {
-    let mut used = vec![false; ops.len()];
-    for at in 0..ops.len() {
-        for &i in &ops.deps_of(at) {
-            if let Some(u) = used.get_mut(i as usize) {
-                *u = true;
-            }
-        }
-    }
-    nodes.iter().zip(used).filter(|(_, u)| !u).map(|(&n, _)| n).collect()
-}
-
-/// A setter kernel's launch: one thread, its arguments as words.
-struct SetterLaunch {
-    spec: LaunchSpec,
-}
-
-impl SetterLaunch {
-    fn new(func: CUfunction, words: &[u64]) -> SetterLaunch {
-        let cfg = crate::launch_config::LaunchConfig { grid: (1, 1, 1), block: (1, 1, 1), shared_mem_bytes: 0 };
-        SetterLaunch { spec: LaunchSpec::of_words(func, cfg, words, false) }
-    }
-}
-
-/// Whether op `i` (already added) is a kernel.
-fn ops_is_kernel_at(kernel_flags: &[bool], i: usize) -> bool {
-    kernel_flags.get(i).copied().unwrap_or(false)
-}
-
-/// How a re-recorded segment fits an executable built from ops
-/// ([`BuiltNodes::fit`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Fit {
-    /// Not node by node (another count, shape or dependencies).
-    No,
-    /// Node by node, and every parameter is equal: nothing to do.
-    Same,
-    /// Node by node, with changed parameters.
-    Changed,
-}
-
-/// What an executable graph built from ops keeps: the node of each op in
-/// its source graph and the parameters it was last given. The ops also
-/// keep user kernels' modules loaded while the graph lives.
-pub(crate) struct BuiltNodes {
-    nodes: Vec<CUgraphNode>,
-    ops: Ops,
-}
-
-// SAFETY: node handles are driver handles; see `Op`.
-unsafe impl Send for BuiltNodes {}
-// SAFETY: never mutated through a shared reference.
-unsafe impl Sync for BuiltNodes {}
-
-impl BuiltNodes {
-    pub(crate) fn new(nodes: Vec<CUgraphNode>, ops: Ops) -> BuiltNodes {
-        BuiltNodes { nodes, ops }
-    }
-
-    /// Whether `new` can be applied node by node: as many ops, with the
-    /// same dependencies, each of the same kind and shape (a kernel of the
-    /// same function and PDL, a memset of the same size), and no foreign
-    /// section (child graphs are updated through `cuGraphExecUpdate`).
-    #[cfg(test)]
-    pub(crate) fn accepts(&self, new: &Ops) -> bool {
-        self.fit(new) != Fit::No
-    }
-
-    /// How `new` fits the ops this executable was made from, in one pass:
-    /// [`Fit::No`] unless it can be applied node by node (see
-    /// [`BuiltNodes::accepts`]), else whether any parameter changed.
-    pub(crate) fn fit(&self, new: &Ops) -> Fit {
-        if self.nodes.len() != self.ops.len() || self.ops.len() != new.len() || !self.ops.same_deps(new) {
-            return Fit::No;
-        }
-        let mut changed = false;
-        for (a, b) in self.ops.list.iter().zip(&new.list) {
-            if !a.same_shape(b) {
-                return Fit::No;
-            }
-            changed = changed || !same_params(a, b);
-        }
-        if changed {
-            Fit::Changed
-        } else {
-            Fit::Same
-        }
-    }
-
-    /// Whether a graph built from `new` may go to `cuGraphExecUpdate`
-    /// against this executable without being refused (a refusal is an API
-    /// error to compute-sanitizer): as many ops, each a kernel where a
-    /// kernel was (of any function) with the same PDL setting, so the same
-    /// edges and edge types, a memset of the same shape where a memset was,
-    /// a foreign section of as many nodes where one was.
-    pub(crate) fn may_update_whole(&self, new: &Ops) -> bool {
-        let pdl = |o: &Op| match o {
-            Op::Binary(l) => Some(l.pdl),
-            Op::Kernel(k) => Some(k.spec.pdl),
-            _ => None,
-        };
-        self.nodes.len() == self.ops.len()
-            && self.ops.len() == new.len()
-            && self.ops.same_deps(new)
-            && self.ops.list.iter().zip(&new.list).all(|(a, b)| match (a, b) {
-                (Op::Memset(x), Op::Memset(y)) => x.same_shape(y),
-                (Op::Child { nodes: x, .. }, Op::Child { nodes: y, .. }) => x == y,
-                _ => pdl(a).is_some() && pdl(a) == pdl(b),
-            })
-    }
-
-    /// Applies `new`, whose [`BuiltNodes::fit`] is `fit` (not
-    /// [`Fit::No`]), to `exec`, node by node: only changed nodes make a
-    /// driver call, and [`Fit::Same`] none at all. Returns the calls made.
-    /// On error the nodes set so far keep their new parameters (and are
-    /// known to), the rest their old ones.
-    pub(crate) fn update(&mut self, ctx: RawCtx, exec: CUgraphExec, new: &mut Ops, fit: Fit) -> Result<usize> {
-        let raw_ctx = ctx.raw;
-        let mut calls = 0usize;
-        match fit {
-            // The old ops stay: equal, and a conditional's counter is the
-            // one the executable reads.
-            Fit::Same => return Ok(0),
-            Fit::No => return Err(crate::error::Error::invalid("the re-recording has another shape")),
-            Fit::Changed => {}
-        }
-        let (nodes, ops) = (&self.nodes, &mut self.ops.list);
-        bound(ctx, |d| {
-            for ((old, new), &node) in ops.iter_mut().zip(new.list.drain(..)).zip(nodes) {
-                match (old, new) {
-                    (Op::Binary(a), Op::Binary(b)) => {
-                        if *a == b {
-                            continue;
-                        }
-                        if a.pdl != b.pdl {
-                            return Err(pdl_change());
-                        }
-                        // SAFETY: our live executable (its owner holds it
-                        // mutably), bound here; `node` a kernel node of its
-                        // source; the launch was checked when recorded.
-                        b.with_params(|p| unsafe { set_kernel_node_params(d, exec, node, p) })?;
-                        calls += 1;
-                        *a = b;
-                    }
-                    (Op::Kernel(a), Op::Kernel(b)) => {
-                        // SAFETY: our live executable (its owner holds it
-                        // mutably), bound here; `node` a kernel node of its
-                        // source; the launch was checked when recorded.
-                        let called = unsafe { update_kernel_node(d, exec, node, &a.spec, &b.spec) }?;
-                        calls += usize::from(called);
-                        *a = b;
-                    }
-                    (Op::Memset(a), Op::Memset(b)) => {
-                        if *a == b {
-                            continue;
-                        }
-                        // SAFETY: as above, for a memset node of this context.
-                        unsafe { update_memset_node(d, exec, node, &b, raw_ctx) }?;
-                        calls += 1;
-                        *a = b;
-                    }
-                    // Equal (`fit`): the old one, whose counter the
-                    // executable reads, stays.
-                    (Op::Cond(_), Op::Cond(_)) => {}
-                    (old, new) => *old = new,
-                }
-            }
-            Ok(())
-        })?;
-        Ok(calls)
-    }
-
-    /// Takes the ops of a whole-graph update (`cuGraphExecUpdate`), which
-    /// keeps the executable's nodes: same count and order, new parameters;
-    /// returns the old ones' list.
-    pub(crate) fn replace_ops(&mut self, new: Ops) -> Vec<Op> {
-        std::mem::replace(&mut self.ops, new).list
-    }
-
-    /// The op list, given up (when the executable goes).
-    pub(crate) fn into_list(self) -> Vec<Op> {
-        self.ops.list
-    }
-}
-
 /// Whether two ops of the same shape have equal parameters.
-fn same_params(a: &Op, b: &Op) -> bool {
+pub(crate) fn same_params(a: &Op, b: &Op) -> bool {
     match (a, b) {
         (Op::Binary(x), Op::Binary(y)) => x == y,
         (Op::Kernel(x), Op::Kernel(y)) => x.spec == y.spec,
@@ -922,11 +588,11 @@ fn same_params(a: &Op, b: &Op) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::launch_config::LaunchConfig;
 
-    fn kernel(func: usize, a: u64, pdl: bool) -> Op {
+    pub(crate) fn kernel(func: usize, a: u64, pdl: bool) -> Op {
         let cfg = LaunchConfig { grid: (4, 1, 1), block: (256, 1, 1), shared_mem_bytes: 0 };
         let func = std::ptr::null_mut::<u8>().wrapping_add(func).cast();
         Op::Binary(WordLaunch { func, cfg, words: [a, 2, 3, 1024], pdl })
@@ -934,13 +600,13 @@ mod tests {
 
     /// `ops` as one chain: each depends on the one before, listed
     /// explicitly (as a recording with lanes keeps them).
-    fn chain(list: Vec<Op>) -> Ops {
+    pub(crate) fn chain(list: Vec<Op>) -> Ops {
         let deps =
             (0..list.len() as u32).map(|i| if i == 0 { Deps::new() } else { smallvec::smallvec![i - 1] }).collect();
         Ops::with_deps(list, deps)
     }
 
-    fn memset(dst: u64, count: usize) -> Op {
+    pub(crate) fn memset(dst: u64, count: usize) -> Op {
         Op::Memset(MemsetRaw { dst, value: 0, element_size: 1, count })
     }
 
@@ -1057,25 +723,7 @@ mod tests {
         assert!(sink.close().expect("open").list.capacity() <= MAX_SPARE_OPS, "a huge list is not kept");
     }
 
-    #[test]
-    fn fit_compares_shape_and_parameters_in_one_pass_across_both_forms() {
-        let ops = || vec![kernel(1, 0, true), memset(8, 16), kernel(2, 0, false)];
-        let old = BuiltNodes::new(vec![std::ptr::null_mut(); 3], chain(ops()));
-        assert_eq!(old.fit(&Ops::chain(ops())), Fit::Same, "an implicit chain equals the explicit one");
-        assert_eq!(old.fit(&chain(ops())), Fit::Same);
-        let changed = vec![kernel(1, 5, true), memset(8, 16), kernel(2, 0, false)];
-        assert_eq!(old.fit(&Ops::chain(changed)), Fit::Changed);
-        let reshaped = vec![kernel(1, 5, true), memset(8, 17), kernel(2, 0, false)];
-        assert_eq!(old.fit(&Ops::chain(reshaped)), Fit::No, "a changed shape after a changed parameter");
-        let forked = Ops::with_deps(ops(), vec![Deps::new(), smallvec::smallvec![0], smallvec::smallvec![0]]);
-        assert_eq!(old.fit(&forked), Fit::No, "other dependencies");
-        let implicit = BuiltNodes::new(vec![std::ptr::null_mut(); 3], Ops::chain(ops()));
-        assert_eq!(implicit.fit(&forked), Fit::No);
-        assert_eq!(implicit.fit(&chain(ops())), Fit::Same);
-        assert_eq!(implicit.fit(&Ops::chain(vec![kernel(1, 0, true), memset(8, 16)])), Fit::No, "fewer ops");
-    }
-
-    fn cond(kind: CondKind, src: u64) -> Box<CondOp> {
+    pub(crate) fn cond(kind: CondKind, src: u64) -> Box<CondOp> {
         Box::new(CondOp {
             kind,
             src,
@@ -1144,22 +792,6 @@ mod tests {
     }
 
     #[test]
-    fn equal_conditionals_update_in_place_and_others_do_not() {
-        let body = |a: u64| {
-            let mut c = cond(CondKind::Repeat, 5);
-            c.bodies.push(chain(vec![memset(a, 4), kernel(1, a, false)]));
-            Op::Cond(c)
-        };
-        let old = BuiltNodes::new(vec![std::ptr::null_mut(); 2], chain(vec![kernel(1, 0, true), body(8)]));
-        assert!(old.accepts(&chain(vec![kernel(1, 3, true), body(8)])), "same conditional");
-        assert!(!old.accepts(&chain(vec![kernel(1, 0, true), body(9)])), "its body changed");
-        assert!(!old.may_update_whole(&chain(vec![kernel(1, 0, true), body(9)])), "re-instantiated instead");
-        let mut other = cond(CondKind::While, 5);
-        other.bodies.push(chain(vec![memset(8, 4), kernel(1, 8, false)]));
-        assert!(!old.accepts(&chain(vec![kernel(1, 0, true), Op::Cond(other)])), "another kind");
-    }
-
-    #[test]
     fn launches_from_many_threads_are_all_recorded_once() {
         let sink = Arc::new(Sink::default());
         sink.open();
@@ -1217,115 +849,5 @@ mod tests {
             _ => u64::MAX,
         }));
         assert_eq!(recorded, taken, "every taken launch is in exactly one segment, in order");
-    }
-
-    #[test]
-    fn node_updates_need_the_same_shape() {
-        let lanes = Ops::with_deps(
-            vec![kernel(1, 0, true), memset(8, 16), kernel(2, 0, false)],
-            vec![Deps::new(), smallvec::smallvec![0], smallvec::smallvec![0]],
-        );
-        let old = BuiltNodes::new(
-            vec![std::ptr::null_mut(); 3],
-            chain(vec![kernel(1, 0, true), memset(8, 16), kernel(2, 0, false)]),
-        );
-        assert!(old.accepts(&chain(vec![kernel(1, 99, true), memset(64, 16), kernel(2, 5, false)])), "new arguments");
-        assert!(!old.accepts(&chain(vec![kernel(1, 0, true), memset(8, 16)])), "fewer ops");
-        assert!(!old.accepts(&chain(vec![kernel(1, 0, false), memset(8, 16), kernel(2, 0, false)])), "PDL changed");
-        assert!(!old.accepts(&chain(vec![kernel(3, 0, true), memset(8, 16), kernel(2, 0, false)])), "another function");
-        assert!(
-            !old.accepts(&chain(vec![kernel(1, 0, true), memset(8, 17), kernel(2, 0, false)])),
-            "another memset size"
-        );
-        let child = || Op::Child { graph: None, nodes: 3 };
-        assert!(!old.accepts(&chain(vec![kernel(1, 0, true), child(), kernel(2, 0, false)])), "a foreign section");
-        assert!(
-            old.may_update_whole(&chain(vec![kernel(7, 9, true), memset(64, 16), kernel(8, 5, false)])),
-            "other functions"
-        );
-        assert!(
-            !old.may_update_whole(&chain(vec![kernel(1, 0, false), memset(8, 16), kernel(2, 0, false)])),
-            "PDL: edge kinds"
-        );
-        assert!(
-            !old.may_update_whole(&chain(vec![kernel(1, 0, true), memset(8, 17), kernel(2, 0, false)])),
-            "memset size"
-        );
-        assert!(
-            !old.may_update_whole(&chain(vec![kernel(1, 0, true), child(), kernel(2, 0, false)])),
-            "a child for a memset"
-        );
-        let with_child = BuiltNodes::new(vec![std::ptr::null_mut(); 2], chain(vec![kernel(1, 0, true), child()]));
-        assert!(with_child.may_update_whole(&chain(vec![kernel(1, 4, true), Op::Child { graph: None, nodes: 3 }])));
-        assert!(!with_child.may_update_whole(&chain(vec![kernel(1, 4, true), Op::Child { graph: None, nodes: 4 }])));
-        assert!(!with_child.accepts(&chain(vec![kernel(1, 4, true), child()])), "children update as a whole graph");
-        assert!(same_params(&kernel(1, 7, true), &kernel(1, 7, true)));
-        assert!(!same_params(&kernel(1, 7, true), &kernel(1, 8, true)));
-        assert!(!same_params(&memset(8, 16), &memset(9, 16)));
-        let old2 = BuiltNodes::new(
-            vec![std::ptr::null_mut(); 3],
-            chain(vec![kernel(1, 0, true), memset(8, 16), kernel(2, 0, false)]),
-        );
-        assert!(!old2.accepts(&lanes) && !old2.may_update_whole(&lanes), "other dependencies (lanes)");
-    }
-}
-
-/// Conditional nodes built against cuda-sys's driver double: the setter,
-/// the node and its body through the ABIs each driver has, refused before
-/// 12.3. CPU only; runs in CI.
-#[cfg(all(test, target_os = "linux"))]
-mod double_tests {
-    use super::*;
-    use crate::conditional_kernels::fake_kernels;
-    use crate::launch_config::LaunchConfig;
-    use crate::test_double::{double, load as load_double};
-
-    fn kernel(a: u64) -> Op {
-        let cfg = LaunchConfig { grid: (16, 1, 1), block: (256, 1, 1), shared_mem_bytes: 0 };
-        Op::Binary(WordLaunch { func: 0xF10usize as CUfunction, cfg, words: [a, 0xB0, 0xC0, 4096], pdl: false })
-    }
-
-    fn check(driver_version: i32) {
-        let (driver, probe, dir) = load_double("cond-double", driver_version);
-        let body = Ops::chain(vec![kernel(0xB1)]);
-        let cond =
-            CondOp { kind: CondKind::Repeat, src: 0x5EC, bodies: vec![body], counter: None, kernels: fake_kernels() };
-        let mut ops = Ops::chain(vec![kernel(0xA0), Op::Cond(Box::new(cond))]);
-        let graph = 0xA3usize as CUgraph;
-        // SAFETY: the double only reads the parameters and hands out fake handles.
-        let added = unsafe { add_ops(&driver, graph, &mut ops, std::ptr::null_mut(), false) };
-        if driver_version < 12030 {
-            let e = added.expect_err("no conditional nodes before 12.3");
-            assert!(e.to_string().contains("12.3"), "{e}");
-        } else {
-            let nodes = added.expect("built");
-            assert_eq!(nodes.len(), 2, "one node per op: the kernel and the conditional");
-            // The last call: the body's countdown setter, after the body's
-            // kernel, with the node's handle as its first argument.
-            assert_eq!(probe.last_called().map(|(n, _)| n), Some("cuGraphAddKernelNode".to_string()));
-            let a = probe.last_args();
-            assert_eq!(&a[1..7], &[1, 0x53, 1, 1, 0, double::CONDITION_BASE], "driver {driver_version}");
-        }
-        assert_eq!(probe.over_requests(), 0);
-        drop((driver, probe));
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    #[cfg_attr(miri, ignore = "FFI: builds and loads a C library")]
-    fn conditionals_on_driver_12000_are_refused() {
-        check(12000);
-    }
-
-    #[test]
-    #[cfg_attr(miri, ignore = "FFI: builds and loads a C library")]
-    fn conditionals_on_driver_12030() {
-        check(12030);
-    }
-
-    #[test]
-    #[cfg_attr(miri, ignore = "FFI: builds and loads a C library")]
-    fn conditionals_on_driver_13000() {
-        check(13000);
     }
 }

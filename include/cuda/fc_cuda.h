@@ -737,9 +737,12 @@ int fc_ctx_wait_lane(fc_cuda_ctx *ctx, const fc_cuda_ctx *other);
  * dropped), lanes and nested conditionals (32 deep). A break inside a body
  * is refused (FC_ERR_CAPTURE_STATE); ending the recording with a body open
  * fails the end (FC_ERR_CAPTURE_STATE).
- * Updates: re-recording the same conditional (kind, buffer, bodies) into a
- * graph with fc_graph_end_update_ctx changes nothing; other changes
- * re-instantiate that segment.
+ * Updates: re-recording into a graph with fc_graph_end_update_ctx a
+ * conditional of the same kind whose bodies have the same shape (as many
+ * launches, each of the same kernel) updates it in place: one driver call
+ * per changed launch inside or outside its bodies, one per setter whose
+ * `cond` buffer changed (two for a WHILE), none when nothing changed.
+ * Other changes re-instantiate that segment.
  * The setter kernels load into the context the first time (the driver
  * resolves cudaGraphSetConditional itself; where it does not, they are
  * linked at run time with the CUDA device runtime, libcudadevrt.a, found

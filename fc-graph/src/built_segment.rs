@@ -1,0 +1,816 @@
+//! A recorded segment built into a graph, and the updates of its nodes.
+//!
+//! - [`materialize`]: a segment's [`Ops`] as a `CUgraph`, in order: each op
+//!   after the ops it depends on (a chain: the stream order the eager calls
+//!   would have), with a programmatic edge where the op launches with PDL
+//!   after a kernel on a CUDA 12.3+ driver (see
+//!   [`crate::nodes::programmatic_edge`]), given to the driver in batches
+//!   ([`crate::nodes::EDGE_BATCH`]); a conditional op becomes its setter
+//!   kernel, the conditional node and its bodies' nodes.
+//! - [`NodeSet`]: the nodes the ops became, conditional bodies included.
+//! - [`BuiltNodes`]: what an executable made from ops keeps, so that a
+//!   re-recording of the same shape is applied node by node
+//!   ([`BuiltNodes::fit`], [`BuiltNodes::update`]), inside conditional
+//!   bodies too: unchanged nodes make no driver call.
+
+use cuda_sys::*;
+
+use crate::driver::{bound, RawCtx};
+use crate::error::Result;
+use crate::nodes::{
+    add_child_node, add_conditional_node, add_kernel_node, add_kernel_node_params, add_memset_node,
+    create_conditional_handle, pdl_change, programmatic_edge, set_kernel_node_params, update_kernel_node,
+    update_memset_node, LaunchSpec, PendingEdges,
+};
+use crate::segment::{same_params, CondKind, CondOp, Op, Ops};
+
+/// A graph built from ops, and the nodes the ops became.
+pub(crate) struct Built {
+    pub(crate) graph: CUgraph,
+    pub(crate) nodes: NodeSet,
+}
+
+/// The nodes ops became in one graph (a segment's, or a conditional node's
+/// body): the node of each op (a conditional op's is the conditional node),
+/// and what each conditional op became besides, in the order of the ops.
+#[derive(Default)]
+pub(crate) struct NodeSet {
+    nodes: Vec<CUgraphNode>,
+    conds: Vec<CondNodes>,
+}
+
+impl NodeSet {
+    /// Nodes for ops without conditionals (an executable whose nodes are
+    /// not known: an empty set).
+    #[cfg(test)]
+    pub(crate) fn of(nodes: Vec<CUgraphNode>) -> NodeSet {
+        NodeSet { nodes, conds: Vec::new() }
+    }
+
+    /// Null nodes shaped as `ops` would make them (conditionals with
+    /// their setters and bodies), for tests that apply no update.
+    #[cfg(test)]
+    pub(crate) fn shaped_as(ops: &Ops) -> NodeSet {
+        let conds = ops
+            .list
+            .iter()
+            .filter_map(|op| match op {
+                Op::Cond(c) => Some(CondNodes {
+                    handle: 0,
+                    counter: c.counter_addr(),
+                    setter: std::ptr::null_mut(),
+                    setter_src: c.src,
+                    end_setter: matches!(c.kind, CondKind::While | CondKind::Repeat).then(std::ptr::null_mut),
+                    end_src: (c.kind == CondKind::While).then_some(c.src),
+                    bodies: c.bodies.iter().map(NodeSet::shaped_as).collect(),
+                }),
+                _ => None,
+            })
+            .collect();
+        NodeSet { nodes: vec![std::ptr::null_mut(); ops.len()], conds }
+    }
+
+    /// How many ops the set has nodes for.
+    pub(crate) fn len(&self) -> usize {
+        self.nodes.len()
+    }
+}
+
+/// What a conditional op became besides its conditional node: the setter
+/// kernel before it and, in a loop, the one that ends its body; the
+/// condition source each was last given (a REPEAT's countdown reads only
+/// the counter, which never changes: `None`); the condition's handle and
+/// the REPEAT's counter they read; and each body's nodes.
+struct CondNodes {
+    handle: u64,
+    counter: u64,
+    setter: CUgraphNode,
+    setter_src: u64,
+    end_setter: Option<CUgraphNode>,
+    end_src: Option<u64>,
+    bodies: Vec<NodeSet>,
+}
+
+impl CondNodes {
+    /// The setter's launch with the condition read from `src`.
+    fn setter(&self, c: &CondOp, src: u64) -> SetterLaunch {
+        match c.kind {
+            CondKind::Repeat => SetterLaunch::new(c.kernels.load, &[self.handle, self.counter, src]),
+            _ => SetterLaunch::new(c.kernels.set, &[self.handle, src]),
+        }
+    }
+
+    /// The launch that ends a loop's body (`None` for IF and SWITCH).
+    fn end_setter(&self, c: &CondOp, src: u64) -> Option<SetterLaunch> {
+        match c.kind {
+            CondKind::Repeat => Some(SetterLaunch::new(c.kernels.countdown, &[self.handle, self.counter])),
+            CondKind::While => Some(SetterLaunch::new(c.kernels.set, &[self.handle, src])),
+            _ => None,
+        }
+    }
+
+    /// Whether the setters hold another source than `src`.
+    fn src_differs(&self, src: u64) -> bool {
+        self.setter_src != src || self.end_src.is_some_and(|s| s != src)
+    }
+}
+
+/// Builds `ops` into a new graph of the context `ctx` (see the module
+/// docs): each op a node after the nodes of its dependencies. The edge into
+/// a kernel that launches with PDL from its one dependency, a kernel, is
+/// programmatic (where the driver has such edges); every other edge is a
+/// full one. Child ops are copied into the graph and their graphs
+/// destroyed. On error nothing is left.
+pub(crate) fn materialize(ctx: RawCtx, ops: &mut Ops) -> Result<Built> {
+    let d = crate::driver::driver()?;
+    let programmatic = d.has_programmatic_edges();
+    let raw_ctx = ctx.raw;
+    bound(ctx, |d| {
+        let mut graph: CUgraph = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; flags must be 0.
+        crate::driver::check("cuGraphCreate", unsafe { (d.cuGraphCreate)(&mut graph, 0) })?;
+        // SAFETY: our live graph, bound here.
+        match unsafe { add_ops(d, graph, ops, raw_ctx, programmatic) } {
+            Ok(nodes) => Ok(Built { graph, nodes }),
+            Err(e) => {
+                // SAFETY: the graph made above, destroyed once.
+                unsafe { (d.cuGraphDestroy)(graph) };
+                Err(e)
+            }
+        }
+    })
+}
+
+/// Adds `ops` to `graph` (see [`materialize`]); the node of each op.
+///
+/// # Safety
+/// `graph` is a live graph of the context `raw_ctx`, current on this
+/// thread (a recording's graph or a conditional node's body).
+unsafe fn add_ops(
+    d: &DriverFns,
+    graph: CUgraph,
+    ops: &mut Ops,
+    raw_ctx: CUcontext,
+    programmatic: bool,
+) -> Result<NodeSet> {
+    let n = ops.len();
+    let mut nodes: Vec<CUgraphNode> = Vec::with_capacity(n);
+    let mut conds = Vec::new();
+    let mut edges = PendingEdges::with_capacity(if programmatic { n } else { 0 });
+    let mut dep_nodes: Vec<CUgraphNode> = Vec::with_capacity(4);
+    let mut kernel_flags: Vec<bool> = Vec::with_capacity(n);
+    let (list, deps_of) = ops.list_and_deps();
+    for (at, op) in list.iter_mut().enumerate() {
+        let deps = deps_of(at);
+        dep_nodes.clear();
+        for &i in &deps {
+            let node = nodes.get(i as usize).copied();
+            dep_nodes.push(node.ok_or_else(|| crate::error::Error::invalid("an op depends on a later op"))?);
+        }
+        let pdl = match op {
+            Op::Binary(l) => l.pdl,
+            Op::Kernel(k) => k.spec.pdl,
+            _ => false,
+        };
+        let single_kernel_dep = deps.len() == 1 && ops_is_kernel_at(&kernel_flags, deps[0] as usize);
+        let edge = programmatic_edge(pdl, single_kernel_dep, programmatic);
+        let full: &[CUgraphNode] = if edge.is_some() { &[] } else { &dep_nodes };
+        let node = match op {
+            Op::Binary(l) => l.with_params(|p| {
+                // SAFETY: the caller's live graph, bound; `full` its nodes;
+                // the launch was checked when recorded.
+                unsafe { add_kernel_node_params(d, graph, full, p) }
+            })?,
+            // SAFETY: as above.
+            Op::Kernel(k) => unsafe { add_kernel_node(d, graph, full, &k.spec) }?,
+            // SAFETY: the caller's live graph and its nodes; the range lies
+            // inside memory of this context (checked when recorded).
+            Op::Memset(m) => unsafe { add_memset_node(d, graph, full, m, raw_ctx) }?,
+            Op::Child { graph: child, .. } => {
+                let Some(c) = child.as_ref() else {
+                    return Err(crate::error::Error::invalid("a recorded foreign section was built already"));
+                };
+                // SAFETY: two live graphs of this context; the child is
+                // copied.
+                let node = unsafe { add_child_node(d, graph, full, c.raw()) }?;
+                *child = None;
+                node
+            }
+            Op::Cond(c) => {
+                // SAFETY: the caller's live graph and its nodes.
+                let (node, made) = unsafe { add_conditional(d, graph, full, c, raw_ctx, programmatic) }?;
+                conds.push(made);
+                node
+            }
+        };
+        if let (Some(e), Some(&from)) = (edge, dep_nodes.first()) {
+            if edges.push(from, node, e) {
+                // SAFETY: the caller's live graph and its nodes.
+                unsafe { edges.flush(d, graph) }?;
+            }
+        }
+        nodes.push(node);
+        kernel_flags.push(op.is_kernel());
+    }
+    // SAFETY: as above.
+    unsafe { edges.flush(d, graph) }?;
+    Ok(NodeSet { nodes, conds })
+}
+
+/// Adds a recorded conditional node after `deps`: the setter kernel, then
+/// the node (on the setter), then each body into the graphs the driver made
+/// for it, a loop's body ending with its setter. Returns the conditional
+/// node and what else the op became.
+///
+/// # Safety
+/// As [`add_ops`]; `deps` are nodes of `graph`.
+unsafe fn add_conditional(
+    d: &DriverFns,
+    graph: CUgraph,
+    deps: &[CUgraphNode],
+    c: &mut CondOp,
+    raw_ctx: CUcontext,
+    programmatic: bool,
+) -> Result<(CUgraphNode, CondNodes)> {
+    // SAFETY: the caller's promise.
+    let handle = unsafe { create_conditional_handle(d, graph, raw_ctx) }?;
+    let mut made = CondNodes {
+        handle,
+        counter: c.counter_addr(),
+        setter: std::ptr::null_mut(),
+        setter_src: c.src,
+        end_setter: None,
+        end_src: None,
+        bodies: Vec::with_capacity(c.bodies.len()),
+    };
+    let setter = made.setter(c, c.src);
+    // SAFETY: the caller's live graph and nodes; a setter of this context
+    // with (u64 handle, u64 pointer...) arguments as its PTX declares.
+    made.setter = setter.spec.with_params(|p| unsafe { add_kernel_node_params(d, graph, deps, p) })?;
+    let (type_, size) = match c.kind {
+        CondKind::While | CondKind::Repeat => (CU_GRAPH_COND_TYPE_WHILE, 1),
+        CondKind::If => (CU_GRAPH_COND_TYPE_IF, c.bodies.len().clamp(1, 2) as u32),
+        CondKind::Switch => (CU_GRAPH_COND_TYPE_SWITCH, c.bodies.len().max(1) as u32),
+    };
+    // SAFETY: the caller's promise; the parameters name this context and
+    // a handle of this graph.
+    let (node, bodies) = unsafe { add_conditional_node(d, graph, made.setter, handle, type_, size, raw_ctx) }?;
+    let end_setter = made.end_setter(c, c.src);
+    for (body_ops, &body) in c.bodies.iter_mut().zip(&bodies) {
+        // SAFETY: a body graph the driver made for the node, of this context.
+        let body_nodes = unsafe { add_ops(d, body, body_ops, raw_ctx, programmatic) }?;
+        if let Some(s) = &end_setter {
+            let leaves = leaves(body_ops, &body_nodes.nodes);
+            // SAFETY: the body graph and its nodes; a setter as above.
+            let end = s.spec.with_params(|p| unsafe { add_kernel_node_params(d, body, &leaves, p) })?;
+            made.end_setter = Some(end);
+            made.end_src = (c.kind == CondKind::While).then_some(c.src);
+        }
+        made.bodies.push(body_nodes);
+    }
+    Ok((node, made))
+}
+
+/// The nodes of `ops` no other op depends on (where a body ends).
+fn leaves(ops: &Ops, nodes: &[CUgraphNode]) -> Vec<CUgraphNode> {
+    let mut used = vec![false; ops.len()];
+    for at in 0..ops.len() {
+        for &i in &ops.deps_of(at) {
+            if let Some(u) = used.get_mut(i as usize) {
+                *u = true;
+            }
+        }
+    }
+    nodes.iter().zip(used).filter(|(_, u)| !u).map(|(&n, _)| n).collect()
+}
+
+/// A setter kernel's launch: one thread, its arguments as words.
+struct SetterLaunch {
+    spec: LaunchSpec,
+}
+
+impl SetterLaunch {
+    fn new(func: CUfunction, words: &[u64]) -> SetterLaunch {
+        let cfg = crate::launch_config::LaunchConfig { grid: (1, 1, 1), block: (1, 1, 1), shared_mem_bytes: 0 };
+        SetterLaunch { spec: LaunchSpec::of_words(func, cfg, words, false) }
+    }
+}
+
+/// Whether op `i` (already added) is a kernel.
+fn ops_is_kernel_at(kernel_flags: &[bool], i: usize) -> bool {
+    kernel_flags.get(i).copied().unwrap_or(false)
+}
+
+/// How a re-recorded segment fits an executable built from ops
+/// ([`BuiltNodes::fit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fit {
+    /// Not node by node (another count, shape or dependencies).
+    No,
+    /// Node by node, and every parameter is equal: nothing to do.
+    Same,
+    /// Node by node, with changed parameters.
+    Changed,
+}
+
+/// What an executable graph built from ops keeps: the node of each op in
+/// its source graph and the parameters it was last given. The ops also
+/// keep user kernels' modules loaded while the graph lives.
+pub(crate) struct BuiltNodes {
+    nodes: NodeSet,
+    ops: Ops,
+}
+
+// SAFETY: node handles are driver handles; see `Op`.
+unsafe impl Send for BuiltNodes {}
+// SAFETY: never mutated through a shared reference.
+unsafe impl Sync for BuiltNodes {}
+
+impl BuiltNodes {
+    pub(crate) fn new(nodes: NodeSet, ops: Ops) -> BuiltNodes {
+        BuiltNodes { nodes, ops }
+    }
+
+    /// Whether `new` can be applied node by node: as many ops, with the
+    /// same dependencies, each of the same kind and shape (a kernel of the
+    /// same function and PDL, a memset of the same size), and no foreign
+    /// section (child graphs are updated through `cuGraphExecUpdate`).
+    #[cfg(test)]
+    pub(crate) fn accepts(&self, new: &Ops) -> bool {
+        self.fit(new) != Fit::No
+    }
+
+    /// How `new` fits the ops this executable was made from, in one pass:
+    /// [`Fit::No`] unless it can be applied node by node (see
+    /// [`BuiltNodes::accepts`]), else whether any parameter changed.
+    pub(crate) fn fit(&self, new: &Ops) -> Fit {
+        fit_ops(&self.nodes, &self.ops, new)
+    }
+
+    /// Whether a graph built from `new` may go to `cuGraphExecUpdate`
+    /// against this executable without being refused (a refusal is an API
+    /// error to compute-sanitizer): as many ops, each a kernel where a
+    /// kernel was (of any function) with the same PDL setting, so the same
+    /// edges and edge types, a memset of the same shape where a memset was,
+    /// a foreign section of as many nodes where one was.
+    pub(crate) fn may_update_whole(&self, new: &Ops) -> bool {
+        let pdl = |o: &Op| match o {
+            Op::Binary(l) => Some(l.pdl),
+            Op::Kernel(k) => Some(k.spec.pdl),
+            _ => None,
+        };
+        self.nodes.len() == self.ops.len()
+            && self.ops.len() == new.len()
+            && self.ops.same_deps(new)
+            && self.ops.list.iter().zip(&new.list).all(|(a, b)| match (a, b) {
+                (Op::Memset(x), Op::Memset(y)) => x.same_shape(y),
+                (Op::Child { nodes: x, .. }, Op::Child { nodes: y, .. }) => x == y,
+                _ => pdl(a).is_some() && pdl(a) == pdl(b),
+            })
+    }
+
+    /// Applies `new`, whose [`BuiltNodes::fit`] is `fit` (not
+    /// [`Fit::No`]), to `exec`, node by node, conditional bodies included:
+    /// only changed nodes make a driver call, and [`Fit::Same`] none at
+    /// all. Returns the calls made. On error the nodes set so far keep
+    /// their new parameters (and are known to), the rest their old ones.
+    pub(crate) fn update(&mut self, ctx: RawCtx, exec: CUgraphExec, new: &mut Ops, fit: Fit) -> Result<usize> {
+        match fit {
+            // The old ops stay: equal, and a conditional's counter is the
+            // one the executable reads.
+            Fit::Same => return Ok(0),
+            Fit::No => return Err(crate::error::Error::invalid("the re-recording has another shape")),
+            Fit::Changed => {}
+        }
+        let mut calls = 0usize;
+        let (set, ops) = (&mut self.nodes, &mut self.ops);
+        bound(ctx, |d| {
+            // SAFETY: our live executable (its owner holds it mutably),
+            // bound here; `set` the nodes of its source graph that `ops`
+            // became; `new` fits them.
+            unsafe { update_ops(d, exec, set, ops, new, ctx.raw, &mut calls) }
+        })?;
+        Ok(calls)
+    }
+
+    /// Takes the ops of a whole-graph update (`cuGraphExecUpdate`), which
+    /// keeps the executable's nodes: same count and order, new parameters;
+    /// returns the old ones' list.
+    pub(crate) fn replace_ops(&mut self, new: Ops) -> Vec<Op> {
+        std::mem::replace(&mut self.ops, new).list
+    }
+
+    /// The op list, given up (when the executable goes).
+    pub(crate) fn into_list(self) -> Vec<Op> {
+        self.ops.list
+    }
+}
+
+/// How `new` fits `old`, whose ops became `set` (see [`BuiltNodes::fit`]):
+/// as many ops with the same dependencies, each of the same shape; a
+/// conditional of the same kind whose bodies fit in turn (its condition's
+/// source may change: its setters are kernels).
+fn fit_ops(set: &NodeSet, old: &Ops, new: &Ops) -> Fit {
+    if set.nodes.len() != old.len() || old.len() != new.len() || !old.same_deps(new) {
+        return Fit::No;
+    }
+    let mut changed = false;
+    let mut conds = set.conds.iter();
+    for (a, b) in old.list.iter().zip(&new.list) {
+        if let (Op::Cond(x), Op::Cond(y)) = (a, b) {
+            let Some(made) = conds.next() else { return Fit::No };
+            if x.kind != y.kind || x.bodies.len() != y.bodies.len() || made.bodies.len() != x.bodies.len() {
+                return Fit::No;
+            }
+            changed |= made.src_differs(y.src);
+            for ((xb, yb), nb) in x.bodies.iter().zip(&y.bodies).zip(&made.bodies) {
+                match fit_ops(nb, xb, yb) {
+                    Fit::No => return Fit::No,
+                    Fit::Changed => changed = true,
+                    Fit::Same => {}
+                }
+            }
+            continue;
+        }
+        if !a.same_shape(b) {
+            return Fit::No;
+        }
+        changed = changed || !same_params(a, b);
+    }
+    if changed {
+        Fit::Changed
+    } else {
+        Fit::Same
+    }
+}
+
+/// Applies `new` (which fits `old`, see [`fit_ops`]) to the nodes `set` of
+/// `exec`'s source graph: a driver call per changed node, counted in
+/// `calls`; each op set is replaced by its new one (a conditional keeps its
+/// counter, which its setters read; a setter's new source is noted once
+/// set).
+///
+/// # Safety
+/// `exec` is a live executable graph of the context `raw_ctx`, current on
+/// this thread, not used by another thread during the call, and `set` are
+/// the nodes `old` became in its source graph.
+unsafe fn update_ops(
+    d: &DriverFns,
+    exec: CUgraphExec,
+    set: &mut NodeSet,
+    old: &mut Ops,
+    new: &mut Ops,
+    raw_ctx: CUcontext,
+    calls: &mut usize,
+) -> Result<()> {
+    let mut conds = set.conds.iter_mut();
+    for ((old, new), &node) in old.list.iter_mut().zip(new.list.drain(..)).zip(&set.nodes) {
+        match (old, new) {
+            (Op::Binary(a), Op::Binary(b)) => {
+                if *a == b {
+                    continue;
+                }
+                if a.pdl != b.pdl {
+                    return Err(pdl_change());
+                }
+                // SAFETY: the caller's executable; `node` a kernel node of
+                // its source; the launch was checked when recorded.
+                b.with_params(|p| unsafe { set_kernel_node_params(d, exec, node, p) })?;
+                *calls += 1;
+                *a = b;
+            }
+            (Op::Kernel(a), Op::Kernel(b)) => {
+                // SAFETY: as above.
+                let called = unsafe { update_kernel_node(d, exec, node, &a.spec, &b.spec) }?;
+                *calls += usize::from(called);
+                *a = b;
+            }
+            (Op::Memset(a), Op::Memset(b)) => {
+                if *a == b {
+                    continue;
+                }
+                // SAFETY: as above, for a memset node of this context.
+                unsafe { update_memset_node(d, exec, node, &b, raw_ctx) }?;
+                *calls += 1;
+                *a = b;
+            }
+            (Op::Cond(a), Op::Cond(mut b)) => {
+                let Some(made) = conds.next() else {
+                    return Err(crate::error::Error::invalid("a conditional op without its nodes"));
+                };
+                // SAFETY: as above; `made` what `a` became.
+                unsafe { update_cond(d, exec, made, a, &mut b, raw_ctx, calls) }?;
+            }
+            (old, new) => *old = new,
+        }
+    }
+    Ok(())
+}
+
+/// [`update_ops`] for one conditional op `a` that became `made`, re-recorded
+/// as `b`: its setters where the condition's source changed, then its
+/// bodies.
+///
+/// # Safety
+/// As [`update_ops`].
+unsafe fn update_cond(
+    d: &DriverFns,
+    exec: CUgraphExec,
+    made: &mut CondNodes,
+    a: &mut CondOp,
+    b: &mut CondOp,
+    raw_ctx: CUcontext,
+    calls: &mut usize,
+) -> Result<()> {
+    if made.setter_src != b.src {
+        let s = made.setter(a, b.src);
+        // SAFETY: the caller's executable; the setter kernel node before
+        // the conditional node; a setter launch as built.
+        s.spec.with_params(|p| unsafe { set_kernel_node_params(d, exec, made.setter, p) })?;
+        *calls += 1;
+        made.setter_src = b.src;
+    }
+    if let (Some(node), Some(src)) = (made.end_setter, made.end_src) {
+        if src != b.src {
+            if let Some(s) = made.end_setter(a, b.src) {
+                // SAFETY: as above, for the setter that ends the loop's body.
+                s.spec.with_params(|p| unsafe { set_kernel_node_params(d, exec, node, p) })?;
+                *calls += 1;
+            }
+            made.end_src = Some(b.src);
+        }
+    }
+    a.src = b.src;
+    for ((ab, bb), nb) in a.bodies.iter_mut().zip(b.bodies.iter_mut()).zip(made.bodies.iter_mut()) {
+        // SAFETY: as above; `nb` the nodes `ab` became in the body's graph.
+        unsafe { update_ops(d, exec, nb, ab, bb, raw_ctx, calls) }?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::segment::tests::{chain, cond, kernel, memset};
+    use crate::segment::Deps;
+
+    #[test]
+    fn fit_compares_shape_and_parameters_in_one_pass_across_both_forms() {
+        let ops = || vec![kernel(1, 0, true), memset(8, 16), kernel(2, 0, false)];
+        let old = BuiltNodes::new(NodeSet::of(vec![std::ptr::null_mut(); 3]), chain(ops()));
+        assert_eq!(old.fit(&Ops::chain(ops())), Fit::Same, "an implicit chain equals the explicit one");
+        assert_eq!(old.fit(&chain(ops())), Fit::Same);
+        let changed = vec![kernel(1, 5, true), memset(8, 16), kernel(2, 0, false)];
+        assert_eq!(old.fit(&Ops::chain(changed)), Fit::Changed);
+        let reshaped = vec![kernel(1, 5, true), memset(8, 17), kernel(2, 0, false)];
+        assert_eq!(old.fit(&Ops::chain(reshaped)), Fit::No, "a changed shape after a changed parameter");
+        let forked = Ops::with_deps(ops(), vec![Deps::new(), smallvec::smallvec![0], smallvec::smallvec![0]]);
+        assert_eq!(old.fit(&forked), Fit::No, "other dependencies");
+        let implicit = BuiltNodes::new(NodeSet::of(vec![std::ptr::null_mut(); 3]), Ops::chain(ops()));
+        assert_eq!(implicit.fit(&forked), Fit::No);
+        assert_eq!(implicit.fit(&chain(ops())), Fit::Same);
+        assert_eq!(implicit.fit(&Ops::chain(vec![kernel(1, 0, true), memset(8, 16)])), Fit::No, "fewer ops");
+    }
+
+    #[test]
+    fn conditionals_update_in_place_bodies_and_sources_included() {
+        let body = |a: u64| {
+            let mut c = cond(CondKind::Repeat, 5);
+            c.bodies.push(chain(vec![memset(a, 4), kernel(1, a, false)]));
+            Op::Cond(c)
+        };
+        let ops = chain(vec![kernel(1, 0, true), body(8)]);
+        let old = BuiltNodes::new(NodeSet::shaped_as(&ops), ops);
+        assert_eq!(old.fit(&chain(vec![kernel(1, 3, true), body(8)])), Fit::Changed, "same conditional");
+        assert_eq!(old.fit(&chain(vec![kernel(1, 0, true), body(8)])), Fit::Same, "nothing changed");
+        assert_eq!(old.fit(&chain(vec![kernel(1, 0, true), body(9)])), Fit::Changed, "its body's nodes changed");
+        let mut src = cond(CondKind::Repeat, 6);
+        src.bodies.push(chain(vec![memset(8, 4), kernel(1, 8, false)]));
+        assert_eq!(old.fit(&chain(vec![kernel(1, 0, true), Op::Cond(src)])), Fit::Changed, "its source changed");
+        assert!(!old.may_update_whole(&chain(vec![kernel(1, 0, true), body(9)])), "no whole-graph update");
+        let mut other = cond(CondKind::While, 5);
+        other.bodies.push(chain(vec![memset(8, 4), kernel(1, 8, false)]));
+        assert!(!old.accepts(&chain(vec![kernel(1, 0, true), Op::Cond(other)])), "another kind");
+        let mut longer = cond(CondKind::Repeat, 5);
+        longer.bodies.push(chain(vec![memset(8, 4), kernel(1, 8, false), kernel(1, 8, false)]));
+        assert!(!old.accepts(&chain(vec![kernel(1, 0, true), Op::Cond(longer)])), "a longer body");
+        let mut reshaped = cond(CondKind::Repeat, 5);
+        reshaped.bodies.push(chain(vec![memset(8, 8), kernel(1, 8, false)]));
+        assert!(!old.accepts(&chain(vec![kernel(1, 0, true), Op::Cond(reshaped)])), "a memset of another size");
+        let unknown =
+            BuiltNodes::new(NodeSet::of(vec![std::ptr::null_mut(); 2]), chain(vec![kernel(1, 0, true), body(8)]));
+        assert!(!unknown.accepts(&chain(vec![kernel(1, 0, true), body(8)])), "no conditional's nodes known");
+    }
+
+    #[test]
+    fn node_updates_need_the_same_shape() {
+        let lanes = Ops::with_deps(
+            vec![kernel(1, 0, true), memset(8, 16), kernel(2, 0, false)],
+            vec![Deps::new(), smallvec::smallvec![0], smallvec::smallvec![0]],
+        );
+        let old = BuiltNodes::new(
+            NodeSet::of(vec![std::ptr::null_mut(); 3]),
+            chain(vec![kernel(1, 0, true), memset(8, 16), kernel(2, 0, false)]),
+        );
+        assert!(old.accepts(&chain(vec![kernel(1, 99, true), memset(64, 16), kernel(2, 5, false)])), "new arguments");
+        assert!(!old.accepts(&chain(vec![kernel(1, 0, true), memset(8, 16)])), "fewer ops");
+        assert!(!old.accepts(&chain(vec![kernel(1, 0, false), memset(8, 16), kernel(2, 0, false)])), "PDL changed");
+        assert!(!old.accepts(&chain(vec![kernel(3, 0, true), memset(8, 16), kernel(2, 0, false)])), "another function");
+        assert!(
+            !old.accepts(&chain(vec![kernel(1, 0, true), memset(8, 17), kernel(2, 0, false)])),
+            "another memset size"
+        );
+        let child = || Op::Child { graph: None, nodes: 3 };
+        assert!(!old.accepts(&chain(vec![kernel(1, 0, true), child(), kernel(2, 0, false)])), "a foreign section");
+        assert!(
+            old.may_update_whole(&chain(vec![kernel(7, 9, true), memset(64, 16), kernel(8, 5, false)])),
+            "other functions"
+        );
+        assert!(
+            !old.may_update_whole(&chain(vec![kernel(1, 0, false), memset(8, 16), kernel(2, 0, false)])),
+            "PDL: edge kinds"
+        );
+        assert!(
+            !old.may_update_whole(&chain(vec![kernel(1, 0, true), memset(8, 17), kernel(2, 0, false)])),
+            "memset size"
+        );
+        assert!(
+            !old.may_update_whole(&chain(vec![kernel(1, 0, true), child(), kernel(2, 0, false)])),
+            "a child for a memset"
+        );
+        let with_child =
+            BuiltNodes::new(NodeSet::of(vec![std::ptr::null_mut(); 2]), chain(vec![kernel(1, 0, true), child()]));
+        assert!(with_child.may_update_whole(&chain(vec![kernel(1, 4, true), Op::Child { graph: None, nodes: 3 }])));
+        assert!(!with_child.may_update_whole(&chain(vec![kernel(1, 4, true), Op::Child { graph: None, nodes: 4 }])));
+        assert!(!with_child.accepts(&chain(vec![kernel(1, 4, true), child()])), "children update as a whole graph");
+        assert!(same_params(&kernel(1, 7, true), &kernel(1, 7, true)));
+        assert!(!same_params(&kernel(1, 7, true), &kernel(1, 8, true)));
+        assert!(!same_params(&memset(8, 16), &memset(9, 16)));
+        let old2 = BuiltNodes::new(
+            NodeSet::of(vec![std::ptr::null_mut(); 3]),
+            chain(vec![kernel(1, 0, true), memset(8, 16), kernel(2, 0, false)]),
+        );
+        assert!(!old2.accepts(&lanes) && !old2.may_update_whole(&lanes), "other dependencies (lanes)");
+    }
+}
+
+/// Conditional nodes built against cuda-sys's driver double: the setter,
+/// the node and its body through the ABIs each driver has, refused before
+/// 12.3. CPU only; runs in CI.
+#[cfg(all(test, target_os = "linux"))]
+mod double_tests {
+    use super::*;
+    use crate::conditional_kernels::fake_kernels;
+    use crate::launch_config::LaunchConfig;
+    use crate::nodes::WordLaunch;
+    use crate::test_double::{double, load as load_double};
+
+    fn kernel(a: u64) -> Op {
+        let cfg = LaunchConfig { grid: (16, 1, 1), block: (256, 1, 1), shared_mem_bytes: 0 };
+        Op::Binary(WordLaunch { func: 0xF10usize as CUfunction, cfg, words: [a, 0xB0, 0xC0, 4096], pdl: false })
+    }
+
+    fn cond(kind: CondKind, src: u64, body_a: u64) -> Op {
+        let body = Ops::chain(vec![kernel(body_a)]);
+        Op::Cond(Box::new(CondOp { kind, src, bodies: vec![body], counter: None, kernels: fake_kernels() }))
+    }
+
+    fn check(driver_version: i32) {
+        let (driver, probe, dir) = load_double("cond-double", driver_version);
+        let mut ops = Ops::chain(vec![kernel(0xA0), cond(CondKind::Repeat, 0x5EC, 0xB1)]);
+        let graph = 0xA3usize as CUgraph;
+        // SAFETY: the double only reads the parameters and hands out fake handles.
+        let added = unsafe { add_ops(&driver, graph, &mut ops, std::ptr::null_mut(), false) };
+        let set = match added {
+            Err(e) => {
+                assert!(driver_version < 12030, "driver {driver_version}: {e}");
+                assert!(e.to_string().contains("12.3"), "{e}");
+                None
+            }
+            Ok(set) => Some(set),
+        };
+        assert_eq!(set.is_some(), driver_version >= 12030, "conditional nodes from 12.3 on");
+        if let Some(set) = set {
+            assert_eq!(set.len(), 2, "one node per op: the kernel and the conditional");
+            // The last call: the body's countdown setter, after the body's
+            // kernel, with the node's handle as its first argument.
+            assert_eq!(probe.last_called().map(|(n, _)| n), Some("cuGraphAddKernelNode".to_string()));
+            let a = probe.last_args();
+            assert_eq!(&a[1..7], &[1, 0x53, 1, 1, 0, double::CONDITION_BASE], "driver {driver_version}");
+            check_updates(&driver, &probe, BuiltNodes::new(set, ops));
+            check_while_source(&driver, &probe);
+        }
+        assert_eq!(probe.over_requests(), 0);
+        drop((driver, probe));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Re-recordings of the REPEAT built by [`check`], applied node by node:
+    /// a body kernel, then the condition's source, each one call on the
+    /// node it changes; nothing changed, no call; another kind, not node by
+    /// node.
+    fn check_updates(driver: &DriverFns, probe: &double::Probe, mut built: BuiltNodes) {
+        let exec = 0xE7usize as CUgraphExec;
+        // `BuiltNodes::update` without the process's driver: its fit, then
+        // `update_ops` on the double.
+        let update = |built: &mut BuiltNodes, new: &mut Ops| -> usize {
+            let mut calls = 0;
+            // SAFETY: the double only reads the parameters.
+            unsafe {
+                update_ops(driver, exec, &mut built.nodes, &mut built.ops, new, std::ptr::null_mut(), &mut calls)
+            }
+            .expect("updated");
+            calls
+        };
+        let (setter, body_kernel) = {
+            let made = &built.nodes.conds[0];
+            (made.setter, made.bodies[0].nodes[0])
+        };
+        let rerecord = |src: u64, body_a: u64| Ops::chain(vec![kernel(0xA0), cond(CondKind::Repeat, src, body_a)]);
+        let set_params = |p: &double::Probe| p.calls("cuGraphExecKernelNodeSetParams", 12000);
+
+        let mut same = rerecord(0x5EC, 0xB1);
+        assert_eq!(built.fit(&same), Fit::Same);
+        let before = set_params(probe);
+        assert_eq!(update(&mut built, &mut same), 0);
+        assert_eq!(set_params(probe), before, "no call when nothing changed");
+
+        let mut body = rerecord(0x5EC, 0xB2);
+        assert_eq!(built.fit(&body), Fit::Changed, "a body kernel's operand changed");
+        assert_eq!(update(&mut built, &mut body), 1);
+        let a = probe.last_args();
+        assert_eq!((a[0], a[1], a[6]), (exec as u64, body_kernel as u64, 0xB2), "the body's kernel node, in place");
+        assert_eq!(built.fit(&rerecord(0x5EC, 0xB2)), Fit::Same, "the new parameters are known");
+
+        let mut src = rerecord(0x5ED, 0xB2);
+        assert_eq!(built.fit(&src), Fit::Changed, "another source for the count");
+        assert_eq!(update(&mut built, &mut src), 1, "the setter only");
+        let a = probe.last_args();
+        assert_eq!((a[1], a[6]), (setter as u64, double::CONDITION_BASE), "the setter, with the node's handle");
+        assert_eq!(built.fit(&rerecord(0x5ED, 0xB2)), Fit::Same);
+
+        let other_kind = Ops::chain(vec![kernel(0xA0), cond(CondKind::While, 0x5ED, 0xB2)]);
+        assert_eq!(built.fit(&other_kind), Fit::No, "a WHILE is another node than a REPEAT");
+        let two_bodies = Ops::chain(vec![
+            kernel(0xA0),
+            Op::Cond(Box::new(CondOp {
+                kind: CondKind::Repeat,
+                src: 0x5ED,
+                bodies: vec![Ops::chain(vec![kernel(0xB2), kernel(0xB3)])],
+                counter: None,
+                kernels: fake_kernels(),
+            })),
+        ]);
+        assert_eq!(built.fit(&two_bodies), Fit::No, "a body of another length");
+    }
+
+    /// A WHILE reads its source in both setters: a new source is two
+    /// calls, the setter's and then the one that ends the body.
+    fn check_while_source(driver: &DriverFns, probe: &double::Probe) {
+        let mut ops = Ops::chain(vec![cond(CondKind::While, 0xF1A, 0xB1)]);
+        // SAFETY: as in `check`.
+        let set =
+            unsafe { add_ops(driver, 0xA5usize as CUgraph, &mut ops, std::ptr::null_mut(), false) }.expect("built");
+        let mut built = BuiltNodes::new(set, ops);
+        let (setter, end) = (built.nodes.conds[0].setter, built.nodes.conds[0].end_setter);
+        let mut new = Ops::chain(vec![cond(CondKind::While, 0xF1B, 0xB1)]);
+        assert_eq!(built.fit(&new), Fit::Changed);
+        let (before, mut calls) = (probe.calls("cuGraphExecKernelNodeSetParams", 12000), 0);
+        // SAFETY: the double only reads the parameters.
+        unsafe {
+            update_ops(
+                driver,
+                0xE8usize as CUgraphExec,
+                &mut built.nodes,
+                &mut built.ops,
+                &mut new,
+                std::ptr::null_mut(),
+                &mut calls,
+            )
+        }
+        .expect("updated");
+        assert_eq!(calls, 2);
+        assert_eq!(probe.calls("cuGraphExecKernelNodeSetParams", 12000) - before, 2);
+        assert!(setter != end.expect("a loop's end setter"), "two setter nodes");
+        assert_eq!(probe.last_args()[1], end.expect("a loop's end setter") as u64, "the body's end setter last");
+        assert_eq!(built.fit(&Ops::chain(vec![cond(CondKind::While, 0xF1B, 0xB1)])), Fit::Same);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "FFI: builds and loads a C library")]
+    fn conditionals_on_driver_12000_are_refused() {
+        check(12000);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "FFI: builds and loads a C library")]
+    fn conditionals_on_driver_12030() {
+        check(12030);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "FFI: builds and loads a C library")]
+    fn conditionals_on_driver_13000() {
+        check(13000);
+    }
+}
