@@ -642,7 +642,7 @@ int fc_graph_foreign_end_ctx(fc_cuda_ctx *ctx);
  * the section's lane are refused (FC_ERR_CAPTURE_STATE) until it ends.
  * Overlap pays where the work leaves SMs free: a decode step's GEMM
  * (4096 x 16 x 4096) beside 26 kernels replayed 1.24x faster than on one
- * lane, a 1024^3 GEMM that fills the GPU 0.77x (slower; GPU run 56).
+ * lane, a 1024^3 GEMM that fills the GPU 0.77x (slower; GPU run 59).
  * *stream_out receives the lane's stream. In a recording that captures the
  * stream, returns the lane's stream and changes nothing (wait the lane for
  * lane 0 first, so that the capture takes its work). Ownership, threads and
