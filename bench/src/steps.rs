@@ -1300,6 +1300,26 @@ fn chain_node(rig: &Rig, i: usize, swap: bool) -> (BinaryOp, &DeviceBuffer, &Dev
     }
 }
 
+/// The v2 node parameters of one kernel of the rig's chain: `func` over
+/// `grid` blocks of 256 threads, with the `cuLaunchKernel`-style argument
+/// array `params`.
+fn chain_node_params(func: CUfunction, grid: u32, params: *mut *mut c_void) -> CUDA_KERNEL_NODE_PARAMS_v2 {
+    CUDA_KERNEL_NODE_PARAMS_v2 {
+        func,
+        gridDimX: grid,
+        gridDimY: 1,
+        gridDimZ: 1,
+        blockDimX: 256,
+        blockDimY: 1,
+        blockDimZ: 1,
+        sharedMemBytes: 0,
+        kernelParams: params,
+        extra: std::ptr::null_mut(),
+        kern: std::ptr::null_mut(),
+        ctx: std::ptr::null_mut(),
+    }
+}
+
 /// Re-records the rig's K-kernel chain into `g` (node `i` in variant
 /// `swap(i)`) through the library's recording API: what an engine does.
 fn fc_rerecord(rig: &Rig, g: &mut Graph, k: usize, swap: impl Fn(usize) -> bool) -> Result<UpdateReport> {
@@ -1559,20 +1579,7 @@ impl UpdatePair {
                     base.wrapping_add(2).cast(),
                     base.wrapping_add(3).cast(),
                 ];
-                let p = CUDA_KERNEL_NODE_PARAMS_v2 {
-                    func,
-                    gridDimX: grid,
-                    gridDimY: 1,
-                    gridDimZ: 1,
-                    blockDimX: 256,
-                    blockDimY: 1,
-                    blockDimZ: 1,
-                    sharedMemBytes: 0,
-                    kernelParams: params.as_mut_ptr(),
-                    extra: std::ptr::null_mut(),
-                    kern: std::ptr::null_mut(),
-                    ctx: std::ptr::null_mut(),
-                };
+                let p = chain_node_params(func, grid, params.as_mut_ptr());
                 // SAFETY: the bare live executable, a kernel node of its source
                 // (creation order: node i is the chain's launch i), parameters
                 // of the same (u64, u64, u64, u32) kernel, live across the call.

@@ -182,20 +182,7 @@ unsafe fn build_chain(d: &Driver, rig: &Rig, graph: CUgraph, k: usize, how: How)
         let mut words = [a.as_raw(), b.as_raw(), o.as_raw(), rig.n as u64];
         let [w0, w1, w2, w3] = &mut words;
         let mut p: [*mut c_void; 4] = [w0, w1, w2, w3].map(|w| (w as *mut u64).cast());
-        let params = CUDA_KERNEL_NODE_PARAMS_v2 {
-            func,
-            gridDimX: grid,
-            gridDimY: 1,
-            gridDimZ: 1,
-            blockDimX: 256,
-            blockDimY: 1,
-            blockDimZ: 1,
-            sharedMemBytes: 0,
-            kernelParams: p.as_mut_ptr(),
-            extra: std::ptr::null_mut(),
-            kern: std::ptr::null_mut(),
-            ctx: std::ptr::null_mut(),
-        };
+        let params = chain_node_params(func, grid, p.as_mut_ptr());
         let deps: &[CUgraphNode] = match &prev {
             Some(p) => std::slice::from_ref(p),
             None => &[],
