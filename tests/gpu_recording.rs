@@ -3,7 +3,8 @@
 //! stream capture of it (results and edges); a foreign device-wide
 //! synchronisation cannot invalidate them; re-recordings update the
 //! executable node by node (every node, one node, none: no driver call);
-//! foreign sections record work enqueued on the context's stream; a
+//! foreign sections record work enqueued on the context's stream, and a
+//! re-recorded one of the same shape updates its child node in place; a
 //! context whose stream was handed out records by stream capture in
 //! `RecordingMode::Auto`; fills and user kernels become nodes; events are
 //! refused while building. Skips visibly without a driver.
@@ -38,6 +39,7 @@ fn main() {
             t("re_recordings_update_node_by_node", 1, re_recordings_update_node_by_node),
             t("foreign_section_records_stream_work", 1, foreign_section_records_stream_work),
             t("foreign_section_rules", 1, foreign_section_rules),
+            t("re_recorded_foreign_sections_update_in_place", 1, re_recorded_foreign_sections_update_in_place),
             t("handed_out_stream_records_by_capture_in_auto", 1, handed_out_stream_records_by_capture_in_auto),
             t("fills_and_user_kernels_are_nodes", 1, fills_and_user_kernels_are_nodes),
             t("events_are_refused_while_building", 1, events_are_refused_while_building),
@@ -281,6 +283,66 @@ fn foreign_section_records_stream_work() -> TestResult {
     let want: Vec<f32> = (0..N).map(|i| ((xs[i] + ys[i]) * wv) + ys[i]).collect();
     assert_exact("recorded foreign section", &download(&x, N).map_err(fail)?, &want)?;
     Ok(())
+}
+
+/// Re-recordings whose foreign section captured work of the same shape
+/// update its child node in place (`cuGraphExecChildGraphNodeSetParams`:
+/// one call) beside the library's own nodes; a section of another shape
+/// is instantiated anew; every replay equals the CPU.
+fn re_recorded_foreign_sections_update_in_place() -> TestResult {
+    let ctx = Context::new(0).map_err(fail)?;
+    ctx.set_recording_mode(RecordingMode::Build);
+    let (xs, ys) = inputs(7);
+    let (_, ys2) = inputs(8);
+    let (x, y, y2, z, w) = (
+        upload(&ctx, &xs).map_err(fail)?,
+        upload(&ctx, &ys).map_err(fail)?,
+        upload(&ctx, &ys2).map_err(fail)?,
+        ctx.alloc(N * 4).map_err(fail)?,
+        ctx.alloc(N * 4).map_err(fail)?,
+    );
+    let wraw = w.as_raw();
+    // x = ((x + y) * w) + y, with w filled with `byte` (once, or twice) in
+    // the foreign section.
+    let record = |byte: u8, fills: usize, yb: &DeviceBuffer| -> fc_graph::Result<fc_graph::Capture> {
+        let mut cap = ctx.begin_capture(CaptureMode::ThreadLocal)?;
+        ctx.add(&x, yb, &z, N)?;
+        cap.foreign(CaptureMode::ThreadLocal, |stream| {
+            let d = fc_graph::driver()?;
+            for _ in 0..fills {
+                // SAFETY: the context's stream, capturing; `w` holds N * 4 bytes.
+                let rc = unsafe { (d.cuMemsetD8Async)(wraw, byte, N * 4, stream) };
+                if rc != CUDA_SUCCESS {
+                    return Err(Error::invalid(format!("cuMemsetD8Async in the foreign section: {rc}")));
+                }
+            }
+            ctx.mul(&z, &w, &z, N)
+        })?;
+        ctx.add(&z, yb, &x, N)?;
+        Ok(cap)
+    };
+    let check = |g: &Graph, byte: u8, ys: &[f32], what: &str| -> TestResult {
+        x.upload(&xs).map_err(fail)?;
+        g.launch().map_err(fail)?;
+        ctx.synchronize().map_err(fail)?;
+        let wv = f32::from_bits(u32::from_ne_bytes([byte; 4]));
+        let want: Vec<f32> = (0..N).map(|i| ((xs[i] + ys[i]) * wv) + ys[i]).collect();
+        assert_exact(what, &download(&x, N).map_err(fail)?, &want)
+    };
+    let mut g = record(0x40, 1, &y).map_err(fail)?.end().map_err(fail)?;
+    check(&g, 0x40, &ys, "first recording")?;
+    let r = record(0x3f, 1, &y).map_err(fail)?.end_update(&mut g).map_err(fail)?;
+    ensure!(r.updated == 1 && r.instantiated == 0 && r.node_calls == 1, "another fill value: the child only: {r:?}");
+    check(&g, 0x3f, &ys, "the child node's new fill")?;
+    let r = record(0x3f, 1, &y2).map_err(fail)?.end_update(&mut g).map_err(fail)?;
+    ensure!(r.updated == 1 && r.instantiated == 0 && r.node_calls == 3, "both adds and the child: {r:?}");
+    check(&g, 0x3f, &ys2, "the adds read y2")?;
+    let r = record(0x40, 2, &y2).map_err(fail)?.end_update(&mut g).map_err(fail)?;
+    ensure!(r.instantiated == 1 && r.node_calls == 0, "a section of another shape: instantiated anew: {r:?}");
+    check(&g, 0x40, &ys2, "after re-instantiation")?;
+    let r = record(0x41, 2, &y2).map_err(fail)?.end_update(&mut g).map_err(fail)?;
+    ensure!(r.updated == 1 && r.instantiated == 0 && r.node_calls == 1, "the new shape, in place again: {r:?}");
+    check(&g, 0x41, &ys2, "the new shape's child updated")
 }
 
 /// Breaks inside a section are refused (the section intact); a second

@@ -449,6 +449,9 @@ driver_functions! {
         else V10010(hGraphExec: CUgraphExec, hNode: CUgraphNode, nodeParams: *const CUDA_KERNEL_NODE_PARAMS_v1) -> CUresult = 10010;
     /// A memset node's parameters in an executable graph (CUDA 10.2+).
     required fn cuGraphExecMemsetNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, memsetParams: *const CUDA_MEMSET_NODE_PARAMS_v1, ctx: CUcontext) -> CUresult = 10020;
+    /// A child graph node's work in an executable graph, from another graph
+    /// of the same topology and node insertion order (CUDA 11.1+).
+    optional fn cuGraphExecChildGraphNodeSetParams(hGraphExec: CUgraphExec, hNode: CUgraphNode, childGraph: CUgraph) -> CUresult = 11010;
     /// Capture a stream into an existing graph, after given nodes (CUDA 12.3+).
     optional fn cuStreamBeginCaptureToGraph(hStream: CUstream, hGraph: CUgraph, dependencies: *const CUgraphNode, dependencyData: *const CUgraphEdgeData, numDependencies: usize, mode: CUstreamCaptureMode) -> CUresult = 12030;
     /// A kernel node's parameters in a graph that is not instantiated: the

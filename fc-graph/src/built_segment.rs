@@ -19,10 +19,13 @@ use crate::driver::{bound, RawCtx};
 use crate::error::Result;
 use crate::nodes::{
     add_child_node, add_conditional_node, add_kernel_node, add_kernel_node_params, add_memset_node,
-    create_conditional_handle, pdl_change, programmatic_edge, set_kernel_node_params, update_kernel_node,
-    update_memset_node, LaunchSpec, PendingEdges,
+    create_conditional_handle, pdl_change, programmatic_edge, set_kernel_node_params, update_child_node,
+    update_kernel_node, update_memset_node, LaunchSpec, PendingEdges,
 };
 use crate::segment::{same_params, CondKind, CondOp, Op, Ops};
+
+#[cfg(doc)]
+use crate::nodes::ChildShape;
 
 /// A graph built from ops, and the nodes the ops became.
 pub(crate) struct Built {
@@ -37,6 +40,9 @@ pub(crate) struct Built {
 pub(crate) struct NodeSet {
     nodes: Vec<CUgraphNode>,
     conds: Vec<CondNodes>,
+    /// Whether a foreign section's child node is among them (in a
+    /// conditional's body too).
+    children: bool,
 }
 
 impl NodeSet {
@@ -44,14 +50,14 @@ impl NodeSet {
     /// not known: an empty set).
     #[cfg(test)]
     pub(crate) fn of(nodes: Vec<CUgraphNode>) -> NodeSet {
-        NodeSet { nodes, conds: Vec::new() }
+        NodeSet { nodes, conds: Vec::new(), children: false }
     }
 
     /// Null nodes shaped as `ops` would make them (conditionals with
     /// their setters and bodies), for tests that apply no update.
     #[cfg(test)]
     pub(crate) fn shaped_as(ops: &Ops) -> NodeSet {
-        let conds = ops
+        let conds: Vec<CondNodes> = ops
             .list
             .iter()
             .filter_map(|op| match op {
@@ -67,7 +73,9 @@ impl NodeSet {
                 _ => None,
             })
             .collect();
-        NodeSet { nodes: vec![std::ptr::null_mut(); ops.len()], conds }
+        let children = ops.list.iter().any(|op| matches!(op, Op::Child { .. }))
+            || conds.iter().any(|c: &CondNodes| c.bodies.iter().any(|b| b.children));
+        NodeSet { nodes: vec![std::ptr::null_mut(); ops.len()], conds, children }
     }
 
     /// How many ops the set has nodes for.
@@ -214,7 +222,9 @@ unsafe fn add_ops(
     }
     // SAFETY: as above.
     unsafe { edges.flush(d, graph) }?;
-    Ok(NodeSet { nodes, conds })
+    let children = list.iter().any(|op| matches!(op, Op::Child { .. }))
+        || conds.iter().any(|c: &CondNodes| c.bodies.iter().any(|b| b.children));
+    Ok(NodeSet { nodes, conds, children })
 }
 
 /// Adds a recorded conditional node after `deps`: the setter kernel, then
@@ -333,8 +343,9 @@ impl BuiltNodes {
 
     /// Whether `new` can be applied node by node: as many ops, with the
     /// same dependencies, each of the same kind and shape (a kernel of the
-    /// same function and PDL, a memset of the same size), and no foreign
-    /// section (child graphs are updated through `cuGraphExecUpdate`).
+    /// same function and PDL, a memset of the same size, a foreign section
+    /// whose graph has the same [`ChildShape`] as the one it replaces, a
+    /// conditional whose bodies fit in turn).
     #[cfg(test)]
     pub(crate) fn accepts(&self, new: &Ops) -> bool {
         self.fit(new) != Fit::No
@@ -367,6 +378,28 @@ impl BuiltNodes {
                 (Op::Child { nodes: x, .. }, Op::Child { nodes: y, .. }) => x == y,
                 _ => pdl(a).is_some() && pdl(a) == pdl(b),
             })
+    }
+
+    /// The first step of applying `new`, whose [`BuiltNodes::fit`] is
+    /// [`Fit::Changed`]: each foreign section's work goes to its child node
+    /// (`cuGraphExecChildGraphNodeSetParams`), before any other node is
+    /// set, so that a refusal (a child whose shape matched but whose nodes
+    /// the driver cannot update in place, a memset of another size, say)
+    /// leaves `new` whole for an update through the whole graph, which
+    /// replaces the work of every node, or a new instantiation. Returns the
+    /// calls made (none where no foreign section was recorded).
+    pub(crate) fn update_children(&self, ctx: RawCtx, exec: CUgraphExec, new: &Ops) -> Result<usize> {
+        if !self.nodes.children {
+            return Ok(0);
+        }
+        let mut calls = 0usize;
+        bound(ctx, |d| {
+            // SAFETY: our live executable (its owner holds it mutably),
+            // bound here; `self.nodes` the nodes of its source graph that
+            // `new` fits.
+            unsafe { update_children_of(d, exec, &self.nodes, new, &mut calls) }
+        })?;
+        Ok(calls)
     }
 
     /// Applies `new`, whose [`BuiltNodes::fit`] is `fit` (not
@@ -417,6 +450,16 @@ fn fit_ops(set: &NodeSet, old: &Ops, new: &Ops) -> Fit {
     let mut changed = false;
     let mut conds = set.conds.iter();
     for (a, b) in old.list.iter().zip(&new.list) {
+        if let (Op::Child { shape: x, .. }, Op::Child { shape: y, .. }) = (a, b) {
+            // A child node's work is replaced from the new graph when the
+            // two have one shape (its parameters are not compared: one
+            // call either way).
+            match (x, y) {
+                (Some(x), Some(y)) if x == y => changed = true,
+                _ => return Fit::No,
+            }
+            continue;
+        }
         if let (Op::Cond(x), Op::Cond(y)) = (a, b) {
             let Some(made) = conds.next() else { return Fit::No };
             if x.kind != y.kind || x.bodies.len() != y.bodies.len() || made.bodies.len() != x.bodies.len() {
@@ -448,7 +491,8 @@ fn fit_ops(set: &NodeSet, old: &Ops, new: &Ops) -> Fit {
 /// `exec`'s source graph: a driver call per changed node, counted in
 /// `calls`; each op set is replaced by its new one (a conditional keeps its
 /// counter, which its setters read; a setter's new source is noted once
-/// set).
+/// set; a foreign section's work went to its child node before, through
+/// [`BuiltNodes::update_children`]).
 ///
 /// # Safety
 /// `exec` is a live executable graph of the context `raw_ctx`, current on
@@ -466,6 +510,9 @@ unsafe fn update_ops(
     let mut conds = set.conds.iter_mut();
     for ((old, new), &node) in old.list.iter_mut().zip(new.list.drain(..)).zip(&set.nodes) {
         match (old, new) {
+            // Its work went to the executable first
+            // ([`BuiltNodes::update_children`]); the new graph goes.
+            (old @ Op::Child { .. }, Op::Child { nodes, shape, .. }) => *old = Op::Child { graph: None, nodes, shape },
             (Op::Binary(a), Op::Binary(b)) => {
                 if *a == b {
                     continue;
@@ -502,6 +549,46 @@ unsafe fn update_ops(
                 unsafe { update_cond(d, exec, made, a, &mut b, raw_ctx, calls) }?;
             }
             (old, new) => *old = new,
+        }
+    }
+    Ok(())
+}
+
+/// [`BuiltNodes::update_children`] for the nodes `set` of `exec`'s source
+/// graph that `new` fits, conditional bodies included; counts the calls.
+///
+/// # Safety
+/// As [`update_ops`].
+unsafe fn update_children_of(
+    d: &DriverFns,
+    exec: CUgraphExec,
+    set: &NodeSet,
+    new: &Ops,
+    calls: &mut usize,
+) -> Result<()> {
+    let mut conds = set.conds.iter();
+    for (op, &node) in new.list.iter().zip(&set.nodes) {
+        match op {
+            Op::Child { graph: Some(child), .. } => {
+                // SAFETY: the caller's executable; `node` the child graph
+                // node the old op became; the new graph has its shape
+                // (`fit_ops`).
+                unsafe { update_child_node(d, exec, node, child.raw()) }?;
+                *calls += 1;
+            }
+            Op::Child { graph: None, .. } => {
+                return Err(crate::error::Error::invalid("a re-recorded foreign section without its graph"));
+            }
+            Op::Cond(c) => {
+                let Some(made) = conds.next() else {
+                    return Err(crate::error::Error::invalid("a conditional op without its nodes"));
+                };
+                for (body, nodes) in c.bodies.iter().zip(&made.bodies) {
+                    // SAFETY: as above, for a body's nodes.
+                    unsafe { update_children_of(d, exec, nodes, body, calls) }?;
+                }
+            }
+            _ => {}
         }
     }
     Ok(())
@@ -551,8 +638,31 @@ unsafe fn update_cond(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::nodes::ChildShape;
     use crate::segment::tests::{chain, cond, kernel, memset};
     use crate::segment::Deps;
+
+    #[test]
+    fn foreign_sections_of_one_shape_update_in_place() {
+        let shape = |types: Vec<u32>, edges| Some(Box::new(ChildShape::of(types, edges)));
+        let memset_then_kernel =
+            || shape(vec![CU_GRAPH_NODE_TYPE_MEMSET, CU_GRAPH_NODE_TYPE_KERNEL], vec![(0, 1, 0, 0, 0)]);
+        let child = |shape| Op::Child { graph: None, nodes: 2, shape };
+        let ops = chain(vec![kernel(1, 0, true), child(memset_then_kernel()), kernel(2, 0, false)]);
+        let old = BuiltNodes::new(NodeSet::shaped_as(&ops), ops);
+        let again = |c| chain(vec![kernel(1, 0, true), c, kernel(2, 0, false)]);
+        assert_eq!(old.fit(&again(child(memset_then_kernel()))), Fit::Changed, "one call for the child node");
+        let reordered = shape(vec![CU_GRAPH_NODE_TYPE_KERNEL, CU_GRAPH_NODE_TYPE_MEMSET], vec![(0, 1, 0, 0, 0)]);
+        assert_eq!(old.fit(&again(child(reordered))), Fit::No, "another insertion order");
+        let unjoined = shape(vec![CU_GRAPH_NODE_TYPE_MEMSET, CU_GRAPH_NODE_TYPE_KERNEL], vec![]);
+        assert_eq!(old.fit(&again(child(unjoined))), Fit::No, "other edges");
+        let programmatic = shape(vec![CU_GRAPH_NODE_TYPE_MEMSET, CU_GRAPH_NODE_TYPE_KERNEL], vec![(0, 1, 1, 0, 1)]);
+        assert_eq!(old.fit(&again(child(programmatic))), Fit::No, "another edge type");
+        assert_eq!(old.fit(&again(child(None))), Fit::No, "a shape that could not be read");
+        let unknown = chain(vec![kernel(1, 0, true), child(None), kernel(2, 0, false)]);
+        let old_unknown = BuiltNodes::new(NodeSet::shaped_as(&unknown), unknown);
+        assert_eq!(old_unknown.fit(&again(child(memset_then_kernel()))), Fit::No, "the old shape unknown");
+    }
 
     #[test]
     fn fit_compares_shape_and_parameters_in_one_pass_across_both_forms() {
@@ -620,7 +730,7 @@ mod tests {
             !old.accepts(&chain(vec![kernel(1, 0, true), memset(8, 17), kernel(2, 0, false)])),
             "another memset size"
         );
-        let child = || Op::Child { graph: None, nodes: 3 };
+        let child = || Op::Child { graph: None, nodes: 3, shape: None };
         assert!(!old.accepts(&chain(vec![kernel(1, 0, true), child(), kernel(2, 0, false)])), "a foreign section");
         assert!(
             old.may_update_whole(&chain(vec![kernel(7, 9, true), memset(64, 16), kernel(8, 5, false)])),
@@ -640,9 +750,13 @@ mod tests {
         );
         let with_child =
             BuiltNodes::new(NodeSet::of(vec![std::ptr::null_mut(); 2]), chain(vec![kernel(1, 0, true), child()]));
-        assert!(with_child.may_update_whole(&chain(vec![kernel(1, 4, true), Op::Child { graph: None, nodes: 3 }])));
-        assert!(!with_child.may_update_whole(&chain(vec![kernel(1, 4, true), Op::Child { graph: None, nodes: 4 }])));
-        assert!(!with_child.accepts(&chain(vec![kernel(1, 4, true), child()])), "children update as a whole graph");
+        let sized = |nodes| Op::Child { graph: None, nodes, shape: None };
+        assert!(with_child.may_update_whole(&chain(vec![kernel(1, 4, true), sized(3)])));
+        assert!(!with_child.may_update_whole(&chain(vec![kernel(1, 4, true), sized(4)])));
+        assert!(
+            !with_child.accepts(&chain(vec![kernel(1, 4, true), child()])),
+            "children of unknown shape: whole graph"
+        );
         assert!(same_params(&kernel(1, 7, true), &kernel(1, 7, true)));
         assert!(!same_params(&kernel(1, 7, true), &kernel(1, 8, true)));
         assert!(!same_params(&memset(8, 16), &memset(9, 16)));

@@ -118,6 +118,16 @@ impl GraphExec {
 
     /// Applies `ops`, whose [`GraphExec::node_fit`] is `fit`, node by
     /// node; returns the driver calls made (0 when nothing changed).
+    /// The first step of a node-by-node update with changed parameters:
+    /// the foreign sections' work (see [`BuiltNodes::update_children`]);
+    /// on error, update through the whole graph instead.
+    pub(crate) fn update_children(&self, ops: &Ops) -> Result<usize> {
+        match self.built.as_ref() {
+            Some(b) => b.update_children(self.ctx.raw_ctx(), self.exec, ops),
+            None => Err(Error::invalid("not a graph built node by node")),
+        }
+    }
+
     pub(crate) fn update_nodes(&mut self, mut ops: Ops, fit: Fit) -> Result<usize> {
         let exec = self.exec;
         let done = match self.built.as_mut() {

@@ -58,9 +58,11 @@
 //!
 //! Re-recording the same work with other parameters (new buffers, new
 //! sizes of the same shape) and [`Capture::end_update`] updates an existing
-//! graph in place: node by node where the same kernels and fills were
-//! recorded in the same order (one driver call per changed node, none when
-//! nothing changed: [`UpdateReport::node_calls`]), else with
+//! graph in place: node by node where the same kernels and fills, foreign
+//! sections of the same shape and conditionals whose bodies fit were
+//! recorded in the same order (one driver call per changed node and per
+//! foreign section, none when nothing changed: [`UpdateReport::node_calls`]),
+//! else with
 //! `cuGraphExecUpdate`, several times cheaper than instantiating anew:
 //!
 //! ```no_run

@@ -420,6 +420,96 @@ pub(crate) unsafe fn add_edges(
     }
 }
 
+/// What an executable's child graph node must keep for its work to be
+/// replaced from another graph (`cuGraphExecChildGraphNodeSetParams`
+/// requires the same topology and node insertion order): the node types in
+/// the order the driver lists them, and every edge by node index, with its
+/// annotation where the driver reports one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ChildShape {
+    types: Vec<CUgraphNodeType>,
+    /// (from, to, from port, to port, type), sorted.
+    edges: Vec<(u32, u32, u8, u8, u8)>,
+}
+
+impl ChildShape {
+    /// How many nodes the graph has.
+    pub(crate) fn nodes(&self) -> usize {
+        self.types.len()
+    }
+
+    /// A shape from its parts (tests).
+    #[cfg(test)]
+    pub(crate) fn of(types: Vec<CUgraphNodeType>, edges: Vec<(u32, u32, u8, u8, u8)>) -> ChildShape {
+        ChildShape { types, edges }
+    }
+}
+
+/// The shape of `graph` (see [`ChildShape`]): two `cuGraphGetNodes`, a
+/// `cuGraphNodeGetType` per node, two `cuGraphGetEdges`.
+///
+/// # Safety
+/// `graph` is a live graph of the context current on this thread, not
+/// changed by another thread during the call.
+pub(crate) unsafe fn child_shape(d: &DriverFns, graph: CUgraph) -> Result<ChildShape> {
+    let mut n = 0usize;
+    // SAFETY: the caller's live graph; a null array asks for the count.
+    check("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(graph, ptr::null_mut(), &mut n) })?;
+    let mut nodes: Vec<CUgraphNode> = vec![ptr::null_mut(); n];
+    // SAFETY: room for `n` nodes; the driver writes at most `n`.
+    check("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(graph, nodes.as_mut_ptr(), &mut n) })?;
+    nodes.truncate(n);
+    let mut types = Vec::with_capacity(n);
+    for &node in &nodes {
+        let mut t: CUgraphNodeType = 0;
+        // SAFETY: a node of the caller's graph; valid out-pointer.
+        check("cuGraphNodeGetType", unsafe { (d.cuGraphNodeGetType)(node, &mut t) })?;
+        types.push(t);
+    }
+    let index: std::collections::HashMap<usize, u32> =
+        nodes.iter().enumerate().map(|(i, &node)| (node as usize, i as u32)).collect();
+    // SAFETY: the caller's promise.
+    let edges = match unsafe { d.graph_edges(graph) } {
+        None => return Err(Error::Unsupported { feature: "cuGraphGetEdges", needs: "a CUDA 10.0+ driver".into() }),
+        Some(Err(res)) => return Err(Failed { call: "cuGraphGetEdges", res }.into_error()),
+        Some(Ok(e)) => e,
+    };
+    let mut out = Vec::with_capacity(edges.len());
+    for e in edges {
+        let (Some(&from), Some(&to)) = (index.get(&(e.from as usize)), index.get(&(e.to as usize))) else {
+            return Err(Error::invalid("cuGraphGetEdges named a node cuGraphGetNodes did not list"));
+        };
+        let a = e.data.unwrap_or(CUgraphEdgeData { from_port: 0, to_port: 0, type_: 0, reserved: [0; 5] });
+        out.push((from, to, a.from_port, a.to_port, a.type_));
+    }
+    out.sort_unstable();
+    Ok(ChildShape { types, edges: out })
+}
+
+/// Replaces the work of the child graph node `node` of `exec` with
+/// `child`'s (`cuGraphExecChildGraphNodeSetParams`, CUDA 11.1+).
+///
+/// # Safety
+/// `exec` is a live executable graph of the context current on this
+/// thread, not used by another thread during the call; `node` a child graph
+/// node of the graph it was instantiated from, whose graph has the
+/// [`ChildShape`] of `child`, a live graph of the same context.
+pub(crate) unsafe fn update_child_node(
+    d: &DriverFns,
+    exec: CUgraphExec,
+    node: CUgraphNode,
+    child: CUgraph,
+) -> Result<()> {
+    let Some(f) = d.cuGraphExecChildGraphNodeSetParams else {
+        return Err(Error::Unsupported {
+            feature: "cuGraphExecChildGraphNodeSetParams",
+            needs: "a CUDA 11.1+ driver".into(),
+        });
+    };
+    // SAFETY: the caller's promise.
+    check("cuGraphExecChildGraphNodeSetParams", unsafe { f(exec, node, child) })
+}
+
 /// Most programmatic edges a graph under construction waits for: they are
 /// given to the driver in one `cuGraphAddDependencies` call per this many.
 /// A node whose only edge is programmatic is added without dependencies,

@@ -31,7 +31,7 @@ use crate::context::{lock, CaptureMode, Context};
 use crate::driver::{bound, check, RawCtx};
 use crate::error::{Error, Result};
 use crate::graph::{node_count, BreakFn, Captured, Graph, GraphExec, NewPieces, Piece, UpdateReport};
-use crate::nodes::destroy_graph;
+use crate::nodes::{child_shape, destroy_graph};
 use crate::segment::{Op, Ops, OwnedGraph};
 
 /// Whole recordings against cuda-sys's driver double.
@@ -269,7 +269,15 @@ impl<L> Recording<L> {
         let result = match ended {
             Ok(Some(g)) => {
                 let owned = OwnedGraph::new(g, ctx.raw_ctx());
-                let nodes = bound(ctx.raw_ctx(), |d| node_count(d, g)).unwrap_or(usize::MAX);
+                // The shape (node types, edges) lets a re-recording update
+                // the child node in place; where it cannot be read, the
+                // count alone (updates then go through the whole graph).
+                // SAFETY: the graph the capture just handed us, ours.
+                let shape = bound(ctx.raw_ctx(), |d| unsafe { child_shape(d, g) }).ok().map(Box::new);
+                let nodes = match &shape {
+                    Some(s) => s.nodes(),
+                    None => bound(ctx.raw_ctx(), |d| node_count(d, g)).unwrap_or(usize::MAX),
+                };
                 let refused = if ctx.sink().open_bodies() > 0 { check_body_nodes(ctx, g).err() } else { None };
                 if let Some(e) = refused {
                     // The section's work is dropped (with `owned`); the
@@ -280,7 +288,7 @@ impl<L> Recording<L> {
                 // A section that captured nothing adds no node (its empty
                 // graph is destroyed with `owned`).
                 if nodes > 0 {
-                    let op = Op::Child { graph: Some(owned), nodes };
+                    let op = Op::Child { graph: Some(owned), nodes, shape };
                     // A closed segment cannot happen here (the section
                     // belongs to the open one); the op is dropped
                     // (destroyed) if it did.
@@ -391,9 +399,11 @@ impl<L> Recording<L> {
     }
 
     /// Ends the recording into `graph`, an earlier recording of the same
-    /// context: segments built from the same kernels and fills in the same
-    /// order are updated node by node (one driver call per changed node,
-    /// none when nothing changed), other segments whose topology matches
+    /// context: segments built from the same kernels and fills, foreign
+    /// sections of the same shape and conditionals whose bodies fit, in the
+    /// same order, are updated node by node (one driver call per changed
+    /// node and per foreign section, none when nothing changed), other
+    /// segments whose topology matches
     /// are updated with `cuGraphExecUpdate`, the rest instantiated anew,
     /// and the breaks become this recording's. On error `graph` keeps its
     /// old pieces, but segments already updated carry the new parameters.
@@ -574,11 +584,18 @@ fn update_built<L>(
         return build_piece(ctx, ops, failure);
     };
     let fit = exec.node_fit(&ops);
-    if fit != Fit::No {
+    // Foreign sections first: where the driver refuses one in place, the
+    // ops are still whole for the update through the whole graph below.
+    let children = match fit {
+        Fit::Changed => exec.update_children(&ops).ok(),
+        Fit::Same => Some(0),
+        Fit::No => None,
+    };
+    if let Some(child_calls) = children {
         return match exec.update_nodes(ops, fit) {
             Ok(calls) => {
                 report.updated += 1;
-                report.node_calls += calls;
+                report.node_calls += calls + child_calls;
                 Piece::Reuse(i)
             }
             Err(e) => {

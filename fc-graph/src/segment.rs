@@ -22,7 +22,7 @@ use cuda_sys::*;
 
 use crate::driver::RawCtx;
 use crate::error::Result;
-use crate::nodes::{destroy_graph, LaunchSpec, MemsetRaw, WordLaunch};
+use crate::nodes::{destroy_graph, ChildShape, LaunchSpec, MemsetRaw, WordLaunch};
 use crate::sync::SpinLock;
 
 /// A graph the recording owns (a captured foreign section), destroyed on
@@ -67,8 +67,10 @@ pub(crate) enum Op {
     Memset(MemsetRaw),
     /// Work captured from the context's stream (a foreign section: cuBLAS,
     /// NCCL, the engine's own kernels), added as a child graph node: the
-    /// graph (`None` once copied into a built graph) and its node count.
-    Child { graph: Option<OwnedGraph>, nodes: usize },
+    /// graph (`None` once copied into a built graph or used for an
+    /// update), its node count, and its shape where it was read (what a
+    /// node-by-node update of the child node needs to match).
+    Child { graph: Option<OwnedGraph>, nodes: usize, shape: Option<Box<ChildShape>> },
     /// A conditional node (IF, WHILE, SWITCH) with its bodies, and the
     /// setter kernel before it (see [`CondOp`]).
     Cond(Box<CondOp>),

@@ -434,14 +434,19 @@ fc_graph *fc_graph_end_ctx(fc_cuda_ctx *ctx);
  * `updated_in_place` (may be NULL) receives how many segments were updated
  * in place (fc_graph_end_update_ex_ctx tells more). How:
  *   - a segment that was built and is built again from the same kernels
- *     (each launched with the same PDL setting) and fills, in the same
- *     order, with no foreign section in either, is updated node
- *     by node: one driver call (cuGraphExecKernelNodeSetParams,
- *     cuGraphExecMemsetNodeSetParams) per node whose parameters changed, no
- *     call at all when nothing changed;
+ *     (each launched with the same PDL setting), fills, foreign sections
+ *     whose captured graphs have the same shape (node types in the same
+ *     order, the same edges) and conditional nodes whose bodies do too, in
+ *     the same order, is updated node by node: one driver call
+ *     (cuGraphExecKernelNodeSetParams, cuGraphExecMemsetNodeSetParams) per
+ *     node whose parameters changed and one per foreign section
+ *     (cuGraphExecChildGraphNodeSetParams, always made: its work is not
+ *     compared), no call at all when nothing changed and no foreign section
+ *     was recorded;
  *   - any other built segment (other kernels, another order, a foreign
- *     section) is updated with cuGraphExecUpdate from a graph built from the
- *     new recording, or instantiated anew when the driver refuses;
+ *     section of another shape) is updated with cuGraphExecUpdate from a
+ *     graph built from the new recording, or instantiated anew when the
+ *     driver refuses;
  *   - a captured segment is updated with cuGraphExecUpdate where its
  *     topology matches. Whether it matches is known for free when only
  *     fc-graph's kernel launches recorded it; once fc_ctx_stream() was asked
