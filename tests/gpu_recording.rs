@@ -342,7 +342,31 @@ fn re_recorded_foreign_sections_update_in_place() -> TestResult {
     check(&g, 0x40, &ys2, "after re-instantiation")?;
     let r = record(0x41, 2, &y2).map_err(fail)?.end_update(&mut g).map_err(fail)?;
     ensure!(r.updated == 1 && r.instantiated == 0 && r.node_calls == 1, "the new shape, in place again: {r:?}");
-    check(&g, 0x41, &ys2, "the new shape's child updated")
+    check(&g, 0x41, &ys2, "the new shape's child updated")?;
+    // A section of one node and no edge (w = byte), then z = x + w.
+    let fill_only = |byte: u8| -> fc_graph::Result<fc_graph::Capture> {
+        let mut cap = ctx.begin_capture(CaptureMode::ThreadLocal)?;
+        cap.foreign(CaptureMode::ThreadLocal, |stream| {
+            let d = fc_graph::driver()?;
+            // SAFETY: the context's stream, capturing; `w` holds N * 4 bytes.
+            let rc = unsafe { (d.cuMemsetD8Async)(wraw, byte, N * 4, stream) };
+            if rc != CUDA_SUCCESS {
+                return Err(Error::invalid(format!("cuMemsetD8Async in the foreign section: {rc}")));
+            }
+            Ok(())
+        })?;
+        ctx.add(&x, &w, &z, N)?;
+        Ok(cap)
+    };
+    let mut g1 = fill_only(0x40).map_err(fail)?.end().map_err(fail)?;
+    let r = fill_only(0x3f).map_err(fail)?.end_update(&mut g1).map_err(fail)?;
+    ensure!(r.updated == 1 && r.instantiated == 0 && r.node_calls == 1, "a one-node section in place: {r:?}");
+    x.upload(&xs).map_err(fail)?;
+    g1.launch().map_err(fail)?;
+    ctx.synchronize().map_err(fail)?;
+    let wv = f32::from_bits(0x3f3f_3f3f);
+    let want: Vec<f32> = xs.iter().map(|v| v + wv).collect();
+    assert_exact("the one-node section's new fill", &download(&z, N).map_err(fail)?, &want)
 }
 
 /// Breaks inside a section are refused (the section intact); a second

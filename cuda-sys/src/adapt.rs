@@ -109,6 +109,10 @@ impl DriverFns {
         if res != CUDA_SUCCESS {
             return Some(Err(res));
         }
+        if n == 0 {
+            // No second call with empty arrays (which some drivers refuse).
+            return Some(Ok(Vec::new()));
+        }
         let mut from = vec![ptr::null_mut(); n];
         let mut to = vec![ptr::null_mut(); n];
         let zero = CUgraphEdgeData { from_port: 0, to_port: 0, type_: 0, reserved: [0; 5] };

@@ -455,6 +455,9 @@ pub(crate) unsafe fn child_shape(d: &DriverFns, graph: CUgraph) -> Result<ChildS
     let mut n = 0usize;
     // SAFETY: the caller's live graph; a null array asks for the count.
     check("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(graph, ptr::null_mut(), &mut n) })?;
+    if n == 0 {
+        return Ok(ChildShape { types: Vec::new(), edges: Vec::new() });
+    }
     let mut nodes: Vec<CUgraphNode> = vec![ptr::null_mut(); n];
     // SAFETY: room for `n` nodes; the driver writes at most `n`.
     check("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(graph, nodes.as_mut_ptr(), &mut n) })?;
