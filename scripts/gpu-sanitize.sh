@@ -94,6 +94,10 @@ SUITES=(
     # Conditional nodes, with the setters resolved by the driver and (its
     # last test, in a child process) linked with the device runtime.
     "gpu_conditional|report|memcheck||$TESTS/tests-gpu_conditional --test-threads=1"
+    # Recordings that build, their node-by-node updates (foreign sections'
+    # child nodes in place included), beside a foreign device-wide sync.
+    "gpu_recording|report|memcheck||$TESTS/tests-gpu_recording --test-threads=1"
+    "test_foreign|report|memcheck||$BIN/test_foreign"
     # One thread per device: no thread interferes with another's capture, so
     # every driver call the library makes must succeed (API errors reported).
     "storm-1thread|report|memcheck synccheck|$STORM_ENV FC_STORM_THREADS=1|$BIN/test_storm"
