@@ -116,8 +116,6 @@ impl GraphExec {
         self.built.as_ref().is_some_and(|b| b.may_update_whole(ops))
     }
 
-    /// Applies `ops`, whose [`GraphExec::node_fit`] is `fit`, node by
-    /// node; returns the driver calls made (0 when nothing changed).
     /// The first step of a node-by-node update with changed parameters:
     /// the foreign sections' work (see [`BuiltNodes::update_children`]);
     /// on error, update through the whole graph instead.
@@ -128,6 +126,8 @@ impl GraphExec {
         }
     }
 
+    /// Applies `ops`, whose [`GraphExec::node_fit`] is `fit`, node by
+    /// node; returns the driver calls made (0 when nothing changed).
     pub(crate) fn update_nodes(&mut self, mut ops: Ops, fit: Fit) -> Result<usize> {
         let exec = self.exec;
         let done = match self.built.as_mut() {

@@ -438,6 +438,11 @@ impl ChildShape {
         self.types.len()
     }
 
+    /// Each node's type, in the order the driver lists the nodes.
+    pub(crate) fn types(&self) -> &[CUgraphNodeType] {
+        &self.types
+    }
+
     /// A shape from its parts (tests).
     #[cfg(test)]
     pub(crate) fn of(types: Vec<CUgraphNodeType>, edges: Vec<(u32, u32, u8, u8, u8)>) -> ChildShape {

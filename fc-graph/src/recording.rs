@@ -270,15 +270,21 @@ impl<L> Recording<L> {
             Ok(Some(g)) => {
                 let owned = OwnedGraph::new(g, ctx.raw_ctx());
                 // The shape (node types, edges) lets a re-recording update
-                // the child node in place; where it cannot be read, the
-                // count alone (updates then go through the whole graph).
+                // the child node in place, and tells whether a conditional
+                // body may hold it; where it cannot be read, the count alone
+                // (updates then go through the whole graph).
                 // SAFETY: the graph the capture just handed us, ours.
-                let shape = bound(ctx.raw_ctx(), |d| unsafe { child_shape(d, g) }).ok().map(Box::new);
+                let shape = bound(ctx.raw_ctx(), |d| unsafe { child_shape(d, g) });
+                let refused = match &shape {
+                    _ if ctx.sink().open_bodies() == 0 => None,
+                    Ok(s) => check_body_types(s.types()).err(),
+                    Err(e) => Some(e.clone()),
+                };
+                let shape = shape.ok().map(Box::new);
                 let nodes = match &shape {
                     Some(s) => s.nodes(),
                     None => bound(ctx.raw_ctx(), |d| node_count(d, g)).unwrap_or(usize::MAX),
                 };
-                let refused = if ctx.sink().open_bodies() > 0 { check_body_nodes(ctx, g).err() } else { None };
                 if let Some(e) = refused {
                     // The section's work is dropped (with `owned`); the
                     // recording goes on.
@@ -403,9 +409,9 @@ impl<L> Recording<L> {
     /// sections of the same shape and conditionals whose bodies fit, in the
     /// same order, are updated node by node (one driver call per changed
     /// node and per foreign section, none when nothing changed), other
-    /// segments whose topology matches
-    /// are updated with `cuGraphExecUpdate`, the rest instantiated anew,
-    /// and the breaks become this recording's. On error `graph` keeps its
+    /// segments whose topology matches are updated with
+    /// `cuGraphExecUpdate`, the rest instantiated anew, and the breaks
+    /// become this recording's. On error `graph` keeps its
     /// old pieces, but segments already updated carry the new parameters.
     /// Do not replay `graph` meanwhile.
     pub fn end_update(mut self, graph: &mut Graph<L>) -> Result<UpdateReport> {
@@ -641,30 +647,19 @@ fn update_built<L>(
     }
 }
 
-/// Refuses a foreign section's captured graph `g` as part of a conditional
-/// node's body when it holds a node the driver does not allow there (only
-/// kernels, copies, memsets, empty nodes, child graphs and conditionals).
-fn check_body_nodes(ctx: &Context, g: CUgraph) -> Result<()> {
-    bound(ctx.raw_ctx(), |d| {
-        let mut n = node_count(d, g)?;
-        let mut nodes: Vec<CUgraphNode> = vec![std::ptr::null_mut(); n];
-        // SAFETY: room for `n` nodes.
-        check("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(g, nodes.as_mut_ptr(), &mut n) })?;
-        nodes.truncate(n);
-        for node in nodes {
-            let mut t: CUgraphNodeType = 0;
-            // SAFETY: a node of our live graph; a valid out-pointer.
-            check("cuGraphNodeGetType", unsafe { (d.cuGraphNodeGetType)(node, &mut t) })?;
-            if !allowed_in_body(t) {
-                return Err(Error::invalid(format!(
-                    "a conditional node's body cannot hold a {} node (the foreign section captured one); bodies \
-                     take kernels, copies, memsets, empty nodes, child graphs and conditionals",
-                    node_type_name(t)
-                )));
-            }
-        }
-        Ok(())
-    })
+/// Refuses a foreign section's captured graph, whose nodes have `types`,
+/// as part of a conditional node's body when it holds a node the driver
+/// does not allow there (only kernels, copies, memsets, empty nodes, child
+/// graphs and conditionals).
+fn check_body_types(types: &[CUgraphNodeType]) -> Result<()> {
+    match types.iter().find(|&&t| !allowed_in_body(t)) {
+        Some(&t) => Err(Error::invalid(format!(
+            "a conditional node's body cannot hold a {} node (the foreign section captured one); bodies take \
+             kernels, copies, memsets, empty nodes, child graphs and conditionals",
+            node_type_name(t)
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Whether the driver allows a node of type `t` in a conditional body.
@@ -786,5 +781,22 @@ fn instantiate_piece<L>(ctx: &Context, g: Captured, failure: &mut Option<Error>)
             failure.get_or_insert(e);
             Piece::Segment(None)
         }
+    }
+}
+
+#[cfg(test)]
+mod body_check_tests {
+    use super::*;
+
+    #[test]
+    fn bodies_take_only_the_node_types_the_driver_allows_there() {
+        let fine = [CU_GRAPH_NODE_TYPE_KERNEL, CU_GRAPH_NODE_TYPE_MEMSET, CU_GRAPH_NODE_TYPE_MEMCPY];
+        assert!(check_body_types(&fine).is_ok());
+        assert!(check_body_types(&[]).is_ok(), "nothing captured");
+        let e = check_body_types(&[CU_GRAPH_NODE_TYPE_KERNEL, CU_GRAPH_NODE_TYPE_EVENT_RECORD])
+            .expect_err("an event record is refused");
+        assert!(e.to_string().contains("cannot hold a event record node"), "{e}");
+        let e = check_body_types(&[CU_GRAPH_NODE_TYPE_HOST]).expect_err("a host node is refused");
+        assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
     }
 }
