@@ -46,6 +46,14 @@ pub(crate) struct NodeSet {
 }
 
 impl NodeSet {
+    /// The nodes `ops` became: `nodes` one per op, `conds` one per
+    /// conditional op, in order.
+    fn new(nodes: Vec<CUgraphNode>, conds: Vec<CondNodes>, ops: &[Op]) -> NodeSet {
+        let children = ops.iter().any(|op| matches!(op, Op::Child { .. }))
+            || conds.iter().any(|c| c.bodies.iter().any(|b| b.children));
+        NodeSet { nodes, conds, children }
+    }
+
     /// Nodes for ops without conditionals (an executable whose nodes are
     /// not known: an empty set).
     #[cfg(test)]
@@ -73,9 +81,7 @@ impl NodeSet {
                 _ => None,
             })
             .collect();
-        let children = ops.list.iter().any(|op| matches!(op, Op::Child { .. }))
-            || conds.iter().any(|c: &CondNodes| c.bodies.iter().any(|b| b.children));
-        NodeSet { nodes: vec![std::ptr::null_mut(); ops.len()], conds, children }
+        NodeSet::new(vec![std::ptr::null_mut(); ops.len()], conds, &ops.list)
     }
 
     /// How many ops the set has nodes for.
@@ -222,9 +228,7 @@ unsafe fn add_ops(
     }
     // SAFETY: as above.
     unsafe { edges.flush(d, graph) }?;
-    let children = list.iter().any(|op| matches!(op, Op::Child { .. }))
-        || conds.iter().any(|c: &CondNodes| c.bodies.iter().any(|b| b.children));
-    Ok(NodeSet { nodes, conds, children })
+    Ok(NodeSet::new(nodes, conds, list))
 }
 
 /// Adds a recorded conditional node after `deps`: the setter kernel, then
