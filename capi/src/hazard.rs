@@ -40,15 +40,13 @@
 //! - H4 `h.store(null or the next object, Release)` when it lets go; every
 //!   store to any hazard slot is a release store (H1, H4).
 //!
-//! A reclaimer (`handles::remove` then [`retire`], or [`reclaim`]):
+//! A reclaimer (`handles::remove` then [`retire`]):
 //! - R1 takes `p` out of `src` (compare-and-swap; every place a lookup
 //!   reads `p` from), before R2 in program order;
-//! - R2 SeqCst fence F_r (in `retire`; `reclaim`'s fence comes after
-//!   `retire`'s F_r of the same object: `retire` pushes under the `PARKED`
-//!   mutex, `reclaim` takes it, so F_r(retire) happens before, hence
-//!   precedes in S, F_r(reclaim));
+//! - R2 SeqCst fence F_r;
 //! - R3 reads every slot of every record with Acquire loads; destroys `p`
-//!   only if none holds `p`, else parks it (and a later R2/R3 retries).
+//!   only if none holds `p`, else parks it, and a later scan R3' (in
+//!   [`reclaim`], at the end of a call) retries, with no fence of its own.
 //!
 //! Claim: when R3 destroys `p`, every use of `*p` under a hazard happens
 //! before the destruction. Take a holder whose H3 confirmed `p`. Either:
@@ -71,6 +69,19 @@
 //!   release store of `owned = false`, which the next owner's acquire CAS
 //!   reads.
 //!
+//! A later scan R3' destroys `p` only if it finds no slot holding `p`.
+//! R3 happens before R3' (R3 is sequenced before the push of `p` under
+//! the `parked` mutex, R3' after taking it). A holder that confirmed `p`
+//! did so through the second case above (the first cannot confirm `p`; nor
+//! can a lookup that starts later: `p` is out of `src`, and its address is
+//! not reused while it is parked), so R3 read H1's `p` or a later store
+//! to `h`; by read-read coherence R3' reads the same store or a later one,
+//! and finding no `p` it reads a later one: a release store sequenced after
+//! the use (or made after the holder let the record go), so the use
+//! happens before R3' as above. (R3' walks every record R3 walked: the
+//! list only grows at its head, and R3' reads the head after R3 did.) No
+//! fence is needed for that.
+//!
 //! The records R3 walks: a record is initialised, then published by a
 //! release CAS on `RECORDS` (and its `next` written before that CAS); the
 //! walk starts with an acquire load of `RECORDS`. The holder's record was
@@ -81,10 +92,16 @@
 //!
 //! Records and slots: a record is held by one thread at a time (`owned`,
 //! taken with an acquire CAS, given back with a release store after its
-//! slots are cleared), and a slot by one [`Hazard`] at a time (`Local::used`,
-//! this thread only). `PARKED_COUNT` is read relaxed after each call only
-//! as a hint: a stale 0 delays a destruction to a later call, never
-//! makes one early (the scan decides, under the mutex, after its fence).
+//! slots are cleared), and a slot by one [`Hazard`] at a time
+//! (`Record::used`, a plain cell only the owning thread touches; the
+//! `owned` hand-over orders one owner's accesses before the next's).
+//! `parked_count` is read relaxed after each call only as a hint: a stale
+//! 0 delays a destruction to a later call, never makes one early (the
+//! scan decides, under the mutex).
+//!
+//! The fast path of a lookup reads one thread-local (this thread's record)
+//! and writes only its own record; letting go and `after_call` read no
+//! thread-local (unless something is parked).
 //!
 //! Checked by `scripts/miri.sh` (Miri's data-race and Stacked Borrows
 //! checks over this module's and `handles`'s tests, several schedules) and
@@ -98,21 +115,30 @@
 //! device memory by the end of the call that last used it. On an H200
 //! host, one lookup with release as the C ABI makes it costs 18-20 ns with
 //! arc-swap and 10.6-12 ns with this module (GPU runs 35-36, `handle_ab`).
+//! Since then the success path of an export carries no error value and
+//! reads one thread-local: 68 instructions per `fc_buffer_size`-shaped
+//! call instead of 96 (callgrind, `handles::tests::lookup_cost`).
 
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
-use std::sync::Mutex;
+
+use crate::sync::{global, thread_local, AtomicBool, AtomicPtr, AtomicUsize, Mutex, Ordering};
 
 /// Hazard slots per thread record (a call looks up at most a few handles).
-/// At most 8 (`Local::used` is a `u8` bit set) and a power of two.
-const HAZARDS: usize = 8;
+/// At most 8 (`Record::used` is a `u8` bit set) and a power of two; 2 under
+/// loom, where every slot a scan reads is a point where threads may switch.
+const HAZARDS: usize = if cfg!(loom) { 2 } else { 8 };
 const _: () = assert!(HAZARDS <= 8 && HAZARDS.is_power_of_two());
 
 /// One thread's hazard slots.
 struct Record {
     hazards: [AtomicPtr<()>; HAZARDS],
+    /// Which slots a [`Hazard`] holds (bit i: slot i). Read and written only
+    /// by the thread that owns the record, so a plain cell: ownership passes
+    /// from one thread to the next through `owned` (a release store, then
+    /// an acquire compare-and-swap), and scans never read it.
+    used: Cell<u8>,
     /// Whether a thread (or a single exiting-thread lookup) holds the record.
     owned: AtomicBool,
     /// The next record of the global list; set before the record is
@@ -120,12 +146,29 @@ struct Record {
     next: AtomicPtr<Record>,
 }
 
-/// The head of the list of every record ever made (records are never freed).
-static RECORDS: AtomicPtr<Record> = AtomicPtr::new(ptr::null_mut());
+/// The state every thread shares: the records and the parked objects.
+struct Domain {
+    /// The head of the list of every record ever made (records are never
+    /// freed).
+    records: AtomicPtr<Record>,
+    parked: Mutex<Vec<Parked>>,
+    /// How many objects are parked (read without the lock after every call).
+    parked_count: AtomicUsize,
+}
+
+global! {
+    fn domain() -> &'static Domain {
+        Domain {
+            records: AtomicPtr::new(ptr::null_mut()),
+            parked: Mutex::new(Vec::new()),
+            parked_count: AtomicUsize::new(0),
+        }
+    }
+}
 
 /// Every record, newest first.
 fn records() -> impl Iterator<Item = &'static Record> {
-    let mut next = RECORDS.load(Ordering::Acquire);
+    let mut next = domain().records.load(Ordering::Acquire);
     std::iter::from_fn(move || {
         // SAFETY: records are leaked boxes, never freed; the list only grows
         // at its head, and `next` is written before a record is published.
@@ -145,30 +188,36 @@ fn acquire_record() -> &'static Record {
         }
     }
     let record: &'static Record = Box::leak(Box::new(Record {
-        hazards: [const { AtomicPtr::new(ptr::null_mut()) }; HAZARDS],
+        hazards: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+        used: Cell::new(0),
         owned: AtomicBool::new(true),
         next: AtomicPtr::new(ptr::null_mut()),
     }));
-    let mut head = RECORDS.load(Ordering::Relaxed);
+    let head = &domain().records;
+    let mut next = head.load(Ordering::Relaxed);
     loop {
-        record.next.store(head, Ordering::Relaxed);
-        match RECORDS.compare_exchange_weak(
-            head,
+        record.next.store(next, Ordering::Relaxed);
+        match head.compare_exchange_weak(
+            next,
             record as *const Record as *mut Record,
             Ordering::Release,
             Ordering::Relaxed,
         ) {
             Ok(_) => return record,
-            Err(now) => head = now,
+            Err(now) => next = now,
         }
     }
 }
 
-/// This thread's record and which of its slots are in use. No `Drop`, so
-/// it stays readable while the thread's other thread-locals are destroyed.
-struct Local {
-    record: Cell<*const Record>,
-    used: Cell<u8>,
+/// This thread's record (NULL until its first lookup). No `Drop`, so it
+/// stays readable while the thread's other thread-locals are destroyed.
+struct Local(Cell<*const Record>);
+
+impl Local {
+    fn record(&self) -> Option<&'static Record> {
+        // SAFETY: NULL or a record, and records are never freed.
+        unsafe { self.0.get().as_ref() }
+    }
 }
 
 /// Gives the thread's record back when the thread exits.
@@ -177,12 +226,11 @@ struct ExitGuard;
 impl Drop for ExitGuard {
     fn drop(&mut self) {
         let _ = LOCAL.try_with(|local| {
-            // SAFETY: records are never freed.
-            if let Some(record) = unsafe { local.record.get().as_ref() } {
-                local.record.set(ptr::null());
+            if let Some(record) = local.record() {
+                local.0.set(ptr::null());
                 // A slot still in use (a call that never returned) keeps
                 // the record out of reuse.
-                if local.used.get() == 0 {
+                if record.used.get() == 0 {
                     record.owned.store(false, Ordering::Release);
                 }
             }
@@ -191,7 +239,7 @@ impl Drop for ExitGuard {
 }
 
 thread_local! {
-    static LOCAL: Local = const { Local { record: Cell::new(ptr::null()), used: Cell::new(0) } };
+    static LOCAL: Local = const { Local(Cell::new(ptr::null())) };
     static EXIT: ExitGuard = const { ExitGuard };
 }
 
@@ -200,10 +248,10 @@ thread_local! {
 /// this thread's record.
 pub(crate) struct Hazard {
     /// The record the slot is in (a reference to the whole record, so the
-    /// slot and the record's `owned` flag are both reachable from it).
+    /// slot, `used` and `owned` are all reachable from it).
     record: &'static Record,
     /// The slot's index in `record.hazards`, which is also its bit in
-    /// `Local::used`, or [`ALONE`]: the slot is the first of a record taken
+    /// `record.used`, or [`ALONE`]: the slot is the last of a record taken
     /// for this hazard alone (an exiting thread, or all of the thread's
     /// slots in use).
     bit: u8,
@@ -213,24 +261,19 @@ pub(crate) struct Hazard {
 const ALONE: u8 = u8::MAX;
 
 impl Hazard {
-    /// A free hazard slot of this thread.
+    /// A free hazard slot of this thread: one thread-local read, then the
+    /// thread's own record.
     #[inline]
     pub(crate) fn new() -> Hazard {
-        let own = LOCAL.try_with(|local| {
-            // SAFETY: records are never freed.
-            let record = unsafe { local.record.get().as_ref() }?;
-            let used = local.used.get();
-            let bit = (!used).trailing_zeros() as usize;
-            if bit >= HAZARDS {
-                return None;
+        if let Ok(Some(record)) = LOCAL.try_with(Local::record) {
+            let used = record.used.get();
+            let bit = (!used).trailing_zeros();
+            if (bit as usize) < HAZARDS {
+                record.used.set(used | 1 << bit);
+                return Hazard { record, bit: bit as u8, _not_send: PhantomData };
             }
-            local.used.set(used | 1 << bit);
-            Some(Hazard { record, bit: bit as u8, _not_send: PhantomData })
-        });
-        match own {
-            Ok(Some(hazard)) => hazard,
-            _ => Hazard::new_slow(),
         }
+        Hazard::new_slow()
     }
 
     /// [`Hazard::new`] for a thread's first lookup, an exiting thread, or
@@ -239,7 +282,7 @@ impl Hazard {
     #[inline(never)]
     fn new_slow() -> Hazard {
         let first = LOCAL.try_with(|local| {
-            if !local.record.get().is_null() {
+            if local.record().is_some() {
                 return false; // all slots in use
             }
             // Registers the record's return at thread exit; an exiting
@@ -247,10 +290,10 @@ impl Hazard {
             if EXIT.try_with(|_| ()).is_err() {
                 return false;
             }
-            local.record.set(acquire_record());
+            local.0.set(acquire_record());
             true
         });
-        if first == Ok(true) {
+        if matches!(first, Ok(true)) {
             return Hazard::new();
         }
         Hazard { record: acquire_record(), bit: ALONE, _not_send: PhantomData }
@@ -259,8 +302,8 @@ impl Hazard {
     /// This hazard's slot.
     #[inline]
     fn slot(&self) -> &'static AtomicPtr<()> {
-        // `% HAZARDS` maps ALONE to slot 0 (HAZARDS is a power of two, so
-        // this is a mask, and the index needs no bounds check).
+        // `% HAZARDS` maps ALONE to the last slot (HAZARDS is a power of
+        // two, so this is a mask, and the index needs no bounds check).
         &self.record.hazards[usize::from(self.bit) % HAZARDS]
     }
 
@@ -284,14 +327,20 @@ impl Hazard {
         if now == seen {
             return now;
         }
-        self.protect(src)
+        self.protect_from(src, now)
     }
 
     /// The pointer `src` holds now, protected by this hazard until it is
-    /// dropped or protects another (NULL: nothing to protect).
-    #[inline]
+    /// dropped or protects another (NULL: nothing to protect). The tests'
+    /// and models' entry; lookups announce and confirm.
+    #[cfg(test)]
     pub(crate) fn protect<T>(&self, src: &AtomicPtr<T>) -> *mut T {
-        let mut p = src.load(Ordering::Relaxed);
+        self.protect_from(src, src.load(Ordering::Relaxed))
+    }
+
+    /// [`Hazard::protect`], starting from `p`, read from `src`.
+    #[inline]
+    fn protect_from<T>(&self, src: &AtomicPtr<T>, mut p: *mut T) -> *mut T {
         loop {
             self.announce(p);
             self::fence();
@@ -305,12 +354,11 @@ impl Hazard {
 }
 
 /// Between announcing hazards and confirming them (step H2 of the module
-/// doc). Pairs with the fence in `retire` / `reclaim` (R2): either their
-/// scan sees an announced slot, or the confirming load sees the object
-/// gone.
+/// doc). Pairs with the fence in `retire` (R2): either its scan sees an
+/// announced slot, or the confirming load sees the object gone.
 #[inline]
 pub(crate) fn fence() {
-    std::sync::atomic::fence(Ordering::SeqCst);
+    crate::sync::fence(Ordering::SeqCst);
 }
 
 impl Drop for Hazard {
@@ -321,8 +369,7 @@ impl Drop for Hazard {
         if self.bit == ALONE {
             self.record.owned.store(false, Ordering::Release);
         } else {
-            let bit = self.bit;
-            let _ = LOCAL.try_with(|local| local.used.set(local.used.get() & !(1 << bit)));
+            self.record.used.set(self.record.used.get() & !(1 << self.bit));
         }
     }
 }
@@ -337,11 +384,8 @@ struct Parked {
 // the list alone: no table holds them any more.
 unsafe impl Send for Parked {}
 
-static PARKED: Mutex<Vec<Parked>> = Mutex::new(Vec::new());
-/// How many objects are parked (read without the lock after every call).
-static PARKED_COUNT: AtomicUsize = AtomicUsize::new(0);
-
-/// Whether any record protects `p`. Call after a SeqCst fence.
+/// Whether any record protects `p`: step R3, after a fence (R2) or after a
+/// scan that came after one (see `reclaim`).
 fn protected(p: *mut ()) -> bool {
     records().any(|r| r.hazards.iter().any(|h| h.load(Ordering::Acquire) == p))
 }
@@ -359,51 +403,62 @@ pub(crate) unsafe fn retire(ptr: NonNull<()>, destroy: unsafe fn(NonNull<()>)) {
         unsafe { destroy(ptr) };
         return;
     }
-    {
-        let mut parked = PARKED.lock().unwrap_or_else(|p| p.into_inner());
-        parked.push(Parked { ptr, destroy });
-        PARKED_COUNT.store(parked.len(), Ordering::SeqCst);
-    }
+    let d = domain();
+    let mut parked = d.parked.lock().unwrap_or_else(|p| p.into_inner());
+    parked.push(Parked { ptr, destroy });
+    d.parked_count.store(parked.len(), Ordering::Relaxed);
     // Destroyed by the `after_call` of a call that finds it unprotected:
     // this one's, when the holder let go in the meantime.
 }
 
 /// At the end of every C call: destroys the parked objects no call
-/// protects any more. One relaxed load when nothing is parked; only a
-/// thread that holds no hazard destroys (no object is destroyed inside a
-/// call that is still using others).
+/// protects any more. One relaxed load when nothing is parked (a hint: a
+/// stale 0 delays a destruction to a later call, never makes one early).
 #[inline]
 pub(crate) fn after_call() {
-    if PARKED_COUNT.load(Ordering::Relaxed) != 0 && LOCAL.try_with(|l| l.used.get() == 0).unwrap_or(true) {
+    if domain().parked_count.load(Ordering::Relaxed) != 0 {
+        after_call_parked();
+    }
+}
+
+/// [`after_call`] with objects parked: only a thread that holds no hazard
+/// destroys (no object is destroyed inside a call still using others).
+#[cold]
+#[inline(never)]
+fn after_call_parked() {
+    let idle = LOCAL.try_with(|l| l.record().is_none_or(|r| r.used.get() == 0)).unwrap_or(true);
+    if idle {
         reclaim();
     }
 }
 
-#[cold]
-#[inline(never)]
 fn reclaim() {
+    let d = domain();
     let ready: Vec<Parked> = {
-        let mut parked = PARKED.lock().unwrap_or_else(|p| p.into_inner());
-        fence();
+        let mut parked = d.parked.lock().unwrap_or_else(|p| p.into_inner());
+        // No fence: each parked object's first scan (in `retire`) came after
+        // its fence, and happens before this one (the mutex); see the
+        // module doc.
         let (ready, keep) = parked.drain(..).partition(|o| !protected(o.ptr.as_ptr()));
         *parked = keep;
-        PARKED_COUNT.store(parked.len(), Ordering::SeqCst);
+        d.parked_count.store(parked.len(), Ordering::Relaxed);
         ready
     };
     for o in ready {
         // SAFETY: parked objects are unreachable for new lookups (see
-        // `retire`), and the scan after the fence found none protecting it.
+        // `retire`), and a scan ordered after their first one found none
+        // protecting them.
         unsafe { (o.destroy)(o.ptr) };
     }
 }
 
 /// Records made so far (tests: exited threads' records are reused).
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 pub(crate) fn record_count() -> usize {
     records().count()
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicBool;

@@ -1,0 +1,58 @@
+//! The synchronisation primitives of the handle tables and the hazard
+//! pointers: std's, or loom's when the crate is built with `--cfg loom`,
+//! so that loom model-checks the very code the library runs, not a copy
+//! of it.
+//!
+//! Under loom, every atomic operation is a point where the model may switch
+//! threads, and loads may return any store the memory model allows; the
+//! globals made with [`global!`] are fresh for every execution of a model.
+
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+#[cfg(not(loom))]
+pub(crate) use std::sync::Mutex;
+#[cfg(not(loom))]
+pub(crate) use std::thread_local;
+
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+#[cfg(loom)]
+pub(crate) use loom::sync::Mutex;
+/// loom's `thread_local!`, for declarations written as std's with a
+/// `const { .. }` initialiser (loom's macro takes a plain expression).
+#[cfg(loom)]
+macro_rules! loom_thread_local {
+    ($(static $name:ident: $t:ty = const { $init:expr };)+) => {
+        loom::thread_local! {
+            $(static $name: $t = $init;)+
+        }
+    };
+}
+#[cfg(loom)]
+pub(crate) use loom_thread_local as thread_local;
+
+/// `global!(fn name() -> &'static T { init })`: a function returning one
+/// process-wide `T`. With std it is a plain `static` (`init` must be a
+/// constant expression); under loom a lazy static, made anew for each
+/// execution of a model (loom's atomics and mutexes belong to one
+/// execution).
+macro_rules! global {
+    ($(#[$attr:meta])* $vis:vis fn $name:ident() -> &'static $t:ty { $init:expr }) => {
+        $(#[$attr])*
+        $vis fn $name() -> &'static $t {
+            #[cfg(not(loom))]
+            {
+                static GLOBAL: $t = $init;
+                &GLOBAL
+            }
+            #[cfg(loom)]
+            {
+                loom::lazy_static! {
+                    static ref GLOBAL: $t = $init;
+                }
+                &GLOBAL
+            }
+        }
+    };
+}
+pub(crate) use global;
