@@ -19,12 +19,13 @@
 //! cycles a second of one CPU, 300 years.
 //!
 //! A slot holds a pointer to its entry. A lookup protects the entry with a
-//! hazard pointer (module `hazard`: one store, one fence and one load on
-//! this thread's own record, no shared counter), so an object freed by one
-//! thread while another is inside a call on it lives until that call lets
-//! go of it, and is destroyed at the end of the next C call that finds it
-//! unprotected (normally that very call). A free takes the entry out with
-//! a compare-and-swap, so of two racing frees exactly one succeeds.
+//! hazard pointer (module `hazard`: one store, one light fence and one
+//! load on this thread's own record, no shared counter), so an object
+//! freed by one thread while another is inside a call on it lives until
+//! that call lets go of it, and is destroyed at the end of the next C call
+//! that finds it unprotected (normally that very call). A free takes the
+//! entry out with a compare-and-swap, so of two racing frees exactly one
+//! succeeds.
 //!
 //! Orderings: an insert writes the entry (object and generation), then
 //! stores its pointer into the slot with release; a lookup's confirming

@@ -6,12 +6,16 @@
 //! global, append-only list. To use an object, a thread writes its address
 //! into a free slot of its record, fences, and reads the table slot again:
 //! if the address is still there, no free can destroy the object until the
-//! slot is cleared. That is one store, one fence and one load per lookup,
-//! and one store when the call lets go; a call that looks up several
-//! handles announces them all and fences once.
+//! slot is cleared. That is one store, one light fence and one load per
+//! lookup, and one store when the call lets go; a call that looks up
+//! several handles announces them all and fences once.
 //!
-//! A free takes the object out of its table, fences, and reads every
-//! record. An object nobody protects is destroyed at once, by the freeing
+//! A free takes the object out of its table, runs the heavy fence, and
+//! reads every record. (The two fences are module `fences`: on Linux the
+//! light one is only a compiler fence and the heavy one the system call
+//! membarrier(2); elsewhere both are SeqCst fences. The argument below is
+//! written for SeqCst fences; `fences` shows how the pair takes their
+//! place.) An object nobody protects is destroyed at once, by the freeing
 //! thread. One that another thread's call still protects is parked, and is
 //! destroyed at the end of the next C call, on any thread, that finds it
 //! unprotected: normally the end of the very call that held it.
@@ -34,7 +38,7 @@
 //!
 //! A holder (lookup, [`Hazard::announce`] / [`fence`] / [`Hazard::confirm`]):
 //! - H1 `h.store(p, Release)` (p read from `src` just before, any order);
-//! - H2 SeqCst fence F_h;
+//! - H2 SeqCst fence F_h (the light fence);
 //! - H3 `q = src.load(Acquire)`; if `q != p`, back to H1 with `q`; else it
 //!   uses `*p` (reads only: the object's own fields, e.g. the generation);
 //! - H4 `h.store(null or the next object, Release)` when it lets go; every
@@ -43,7 +47,7 @@
 //! A reclaimer (`handles::remove` then [`retire`]):
 //! - R1 takes `p` out of `src` (compare-and-swap; every place a lookup
 //!   reads `p` from), before R2 in program order;
-//! - R2 SeqCst fence F_r;
+//! - R2 SeqCst fence F_r (the heavy fence);
 //! - R3 reads every slot of every record with Acquire loads; destroys `p`
 //!   only if none holds `p`, else parks it, and a later scan R3' (in
 //!   [`reclaim`], at the end of a call) retries, with no fence of its own.
@@ -105,7 +109,8 @@
 //!
 //! Checked by `scripts/miri.sh` (Miri's data-race and Stacked Borrows
 //! checks over this module's and `handles`'s tests, several schedules) and
-//! by AddressSanitizer (`scripts/asan-handles.sh`).
+//! by AddressSanitizer (`scripts/asan-handles.sh`). Miri runs the
+//! symmetric pair of fences (it cannot make the system call).
 //!
 //! Why not a crate: `arc-swap` (the previous implementation) takes two
 //! atomic read-modify-writes per lookup (its debt slot and the payback);
@@ -115,14 +120,16 @@
 //! device memory by the end of the call that last used it. On an H200
 //! host, one lookup with release as the C ABI makes it costs 18-20 ns with
 //! arc-swap and 10.6-12 ns with this module (GPU runs 35-36, `handle_ab`).
-//! Since then the success path of an export carries no error value and
-//! reads one thread-local: 68 instructions per `fc_buffer_size`-shaped
-//! call instead of 96 (callgrind, `handles::tests::lookup_cost`).
+//! Since then the success path of an export carries no error value, reads
+//! one thread-local and runs no fence instruction: 72 instructions per
+//! `fc_buffer_size`-shaped call instead of 96 (callgrind,
+//! `handles::tests::lookup_cost`).
 
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::ptr::{self, NonNull};
 
+use crate::fences;
 use crate::sync::{global, thread_local, AtomicBool, AtomicPtr, AtomicUsize, Mutex, Ordering};
 
 /// Hazard slots per thread record (a call looks up at most a few handles).
@@ -290,6 +297,7 @@ impl Hazard {
             if EXIT.try_with(|_| ()).is_err() {
                 return false;
             }
+            fences::decide();
             local.0.set(acquire_record());
             true
         });
@@ -354,11 +362,12 @@ impl Hazard {
 }
 
 /// Between announcing hazards and confirming them (step H2 of the module
-/// doc). Pairs with the fence in `retire` (R2): either its scan sees an
-/// announced slot, or the confirming load sees the object gone.
+/// doc): `fences::light`. Pairs with the heavy fence in `retire` (R2):
+/// either its scan sees an announced slot, or the confirming load sees the
+/// object gone.
 #[inline]
 pub(crate) fn fence() {
-    crate::sync::fence(Ordering::SeqCst);
+    fences::light();
 }
 
 impl Drop for Hazard {
@@ -397,7 +406,11 @@ fn protected(p: *mut ()) -> bool {
 /// `ptr` was taken out of every place a lookup reads it from before this
 /// call, is retired once, and `destroy(ptr)` is sound from any thread.
 pub(crate) unsafe fn retire(ptr: NonNull<()>, destroy: unsafe fn(NonNull<()>)) {
-    fence();
+    if !fences::heavy() {
+        // Never expected (see `fences`): without the fence no scan can
+        // tell whether a lookup holds the object, so it is leaked.
+        return;
+    }
     if !protected(ptr.as_ptr()) {
         // SAFETY: unreachable for new lookups and protected by none.
         unsafe { destroy(ptr) };

@@ -17,6 +17,7 @@ mod buffer;
 mod cache;
 mod context;
 mod error;
+mod fences;
 mod graph;
 pub(crate) mod handles;
 mod hazard;
