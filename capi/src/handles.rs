@@ -38,7 +38,8 @@
 //! is published by a release store (under the `free` lock) before any
 //! index in it is handed out, and read with acquire loads.
 //!
-//! Checked by Miri and AddressSanitizer (the tests below).
+//! Checked by Miri and AddressSanitizer (the tests below) and by loom
+//! (`scripts/loom.sh`: the models at the end of this module).
 //!
 //! Cost: `fc-bench --steps`, row `handle_check` (an export's whole C-ABI
 //! overhead against the Rust call it wraps); `tests::lookup_cost` times the
@@ -860,5 +861,110 @@ mod tests {
         for t in threads {
             t.join().unwrap();
         }
+    }
+}
+
+/// Loom models of the table (`scripts/loom.sh`): a lookup racing a free
+/// and the slot's reuse, and two frees racing, over every interleaving of
+/// the real code (tables of 4 slots under loom). An object's value is a
+/// loom cell that its `Drop` overwrites: loom reports a read not ordered
+/// before that write.
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use crate::sync::model;
+    use loom::cell::UnsafeCell;
+
+    const DESTROYED: u64 = u64::MAX;
+
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+    /// How many objects the current execution of each model destroyed (a
+    /// model's executions run one after another; each resets its count).
+    static DROPS_REUSE: AtomicUsize = AtomicUsize::new(0);
+    static DROPS_RACING: AtomicUsize = AtomicUsize::new(0);
+
+    /// A value, and its model's count of destroyed objects.
+    struct Object(UnsafeCell<u64>, &'static AtomicUsize);
+
+    // SAFETY: shared references only read the cell; `Drop` (with `&mut`)
+    // writes it, and loom checks that every read is ordered before that.
+    unsafe impl Sync for Object {}
+
+    impl Object {
+        fn value(&self) -> u64 {
+            // SAFETY: the read loom checks.
+            self.0.with(|v| unsafe { *v })
+        }
+    }
+
+    impl Drop for Object {
+        fn drop(&mut self) {
+            self.0.with_mut(|v| {
+                // SAFETY: the write loom checks against every read.
+                let v = unsafe { &mut *v };
+                assert_ne!(*v, DESTROYED, "an object was destroyed twice");
+                *v = DESTROYED;
+            });
+            self.1.fetch_add(1, Relaxed);
+        }
+    }
+
+    enum CObject {}
+    handle_kind!(Object => CObject, "fc_module");
+
+    fn handle(raw: usize) -> *mut CObject {
+        as_handle(raw)
+    }
+
+    /// A reader looks up the first handle while the main thread frees it
+    /// and inserts a second object, which takes the same slot with the next
+    /// generation: the stale handle resolves to the first object (alive) or
+    /// to nothing, never to the second.
+    #[test]
+    fn loom_handles_lookup_free_reuse() {
+        model("handles lookup/free/reuse", None, || {
+            DROPS_REUSE.store(0, Relaxed);
+            let first = insert(Object(UnsafeCell::new(1), &DROPS_REUSE)).expect("insert") as usize;
+            let reader = loom::thread::spawn(move || {
+                match get::<Object>(handle(first), "h") {
+                    Ok(live) => assert_eq!(live.value(), 1, "a stale handle resolved to another object"),
+                    Err(e) => assert!(e.to_string().contains("already freed"), "{e}"),
+                }
+                after_call();
+            });
+            drop(remove::<Object>(handle(first), "h").expect("the first free"));
+            let second = insert(Object(UnsafeCell::new(2), &DROPS_REUSE)).expect("insert") as usize;
+            assert_eq!(decode(second).1, decode(first).1, "the slot is reused");
+            assert_ne!(second, first, "with the next generation");
+            after_call();
+            reader.join().expect("the reader");
+            assert!(get::<Object>(handle(first), "h").is_err(), "the stale handle stays dead");
+            assert_eq!(get::<Object>(handle(second), "h").expect("the live handle").value(), 2);
+            drop(remove::<Object>(handle(second), "h").expect("the second free"));
+            after_call();
+            assert_eq!(DROPS_REUSE.load(Relaxed), 2, "each object destroyed once");
+        });
+    }
+
+    /// Two threads free the same handle: exactly one succeeds, and the
+    /// object is destroyed once, after the loser's lookup let go of it.
+    #[test]
+    fn loom_handles_racing_frees() {
+        model("handles racing frees", None, || {
+            DROPS_RACING.store(0, Relaxed);
+            let h = insert(Object(UnsafeCell::new(3), &DROPS_RACING)).expect("insert") as usize;
+            let other = loom::thread::spawn(move || {
+                let won = remove::<Object>(handle(h), "h").map(|o| assert_eq!(o.value(), 3)).is_ok();
+                after_call();
+                won
+            });
+            let won = remove::<Object>(handle(h), "h").map(|o| assert_eq!(o.value(), 3)).is_ok();
+            after_call();
+            let other_won = other.join().expect("the other free");
+            assert!(won != other_won, "exactly one free succeeds");
+            after_call();
+            assert_eq!(DROPS_RACING.load(Relaxed), 1, "destroyed once");
+        });
     }
 }

@@ -108,9 +108,11 @@
 //! thread-local (unless something is parked).
 //!
 //! Checked by `scripts/miri.sh` (Miri's data-race and Stacked Borrows
-//! checks over this module's and `handles`'s tests, several schedules) and
-//! by AddressSanitizer (`scripts/asan-handles.sh`). Miri runs the
-//! symmetric pair of fences (it cannot make the system call).
+//! checks over this module's and `handles`'s tests, several schedules), by
+//! loom (`scripts/loom.sh`: every interleaving of a lookup, a free and a
+//! reclaim, with the models at the end of this module and of `handles`)
+//! and by AddressSanitizer (`scripts/asan-handles.sh`). Miri and loom run
+//! the symmetric pair of fences (they cannot make the system call).
 //!
 //! Why not a crate: `arc-swap` (the previous implementation) takes two
 //! atomic read-modify-writes per lookup (its debt slot and the payback);
@@ -232,6 +234,12 @@ struct ExitGuard;
 
 impl Drop for ExitGuard {
     fn drop(&mut self) {
+        // Under loom, a model that failed drops its threads' locals while
+        // unwinding, outside the model, where loom's cells cannot be read.
+        #[cfg(loom)]
+        if std::thread::panicking() {
+            return;
+        }
         let _ = LOCAL.try_with(|local| {
             if let Some(record) = local.record() {
                 local.0.set(ptr::null());
@@ -541,5 +549,100 @@ mod tests {
         assert!(DESTROYED.load(Ordering::SeqCst), "the retired object was destroyed");
         // SAFETY: `other` was never retired; this is its only owner.
         unsafe { destroy(other.cast()) };
+    }
+}
+
+/// Loom models of the protocol (`scripts/loom.sh`): every interleaving of a
+/// lookup and a free, each atomic access of the real code a point where
+/// threads may switch, and loads returning any store the memory model
+/// allows. An object's value is a loom cell that its destruction writes:
+/// loom reports a read not ordered before that write (a use after retire),
+/// and a reader that confirmed its hazard asserts it read the live value.
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use crate::sync::model;
+    use loom::cell::UnsafeCell;
+    use loom::sync::Arc;
+
+    const LIVE: u64 = 7;
+    const DESTROYED: u64 = 0xDEAD;
+
+    /// A retirable object (freed at the end of its model, so that a read
+    /// the protocol fails to order reads a cell loom still tracks).
+    struct Object(UnsafeCell<u64>);
+
+    fn object() -> *mut () {
+        Box::into_raw(Box::new(Object(UnsafeCell::new(LIVE)))).cast()
+    }
+
+    /// The value of the object at `p`.
+    fn read(p: *mut ()) -> u64 {
+        // SAFETY: `p` is one of `object()`'s, freed only at the model's end;
+        // the cell's read is what loom checks.
+        unsafe { (*p.cast::<Object>()).0.with(|v| *v) }
+    }
+
+    unsafe fn destroy(p: NonNull<()>) {
+        // SAFETY: one of `object()`'s, alive until the model's end.
+        let object = unsafe { p.cast::<Object>().as_ref() };
+        object.0.with_mut(|v| {
+            // SAFETY: the cell's write is what loom checks against reads.
+            let v = unsafe { &mut *v };
+            assert_eq!(*v, LIVE, "an object was destroyed twice");
+            *v = DESTROYED;
+        });
+    }
+
+    fn free_memory(p: *mut ()) {
+        // SAFETY: one of `object()`'s, no longer used by any thread.
+        drop(unsafe { Box::from_raw(p.cast::<Object>()) });
+    }
+
+    /// A reader protects the object and reads it (and then, with
+    /// `re_announce`, announces another object in the same slot, as
+    /// `get_all!` does before its fence) while the main thread takes the
+    /// object out and retires it; everything retired is destroyed by the
+    /// time both threads' calls have ended.
+    fn protect_vs_retire(re_announce: bool) {
+        let (retired, other) = (object(), object());
+        let src = Arc::new(AtomicPtr::new(retired));
+        let reader = {
+            let src = src.clone();
+            let other = other as usize;
+            loom::thread::spawn(move || {
+                let hazard = Hazard::new();
+                let p = hazard.protect(&src);
+                if !p.is_null() {
+                    assert_eq!(read(p), LIVE, "a reader that confirmed its hazard read a destroyed object");
+                }
+                if re_announce {
+                    hazard.announce(ptr::null_mut::<u8>().wrapping_add(other).cast::<()>());
+                }
+                drop(hazard);
+                after_call();
+            })
+        };
+        let taken = src.swap(ptr::null_mut(), Ordering::AcqRel);
+        // SAFETY: taken out of `src`, the only place a lookup reads it from;
+        // retired once.
+        unsafe { retire(NonNull::new(taken).expect("the object"), destroy) };
+        after_call();
+        reader.join().expect("the reader");
+        after_call();
+        assert_eq!(read(retired), DESTROYED, "the retired object was reclaimed");
+        assert_eq!(read(other), LIVE, "an object never retired stays alive");
+        free_memory(retired);
+        free_memory(other);
+    }
+
+    #[test]
+    fn loom_hazard_protect_retire() {
+        model("hazard protect/retire", None, || protect_vs_retire(false));
+    }
+
+    #[test]
+    fn loom_hazard_re_announce_retire() {
+        model("hazard re-announce/retire", None, || protect_vs_retire(true));
     }
 }

@@ -1,7 +1,7 @@
 //! The synchronisation primitives of the handle tables and the hazard
-//! pointers: std's, or loom's when the crate is built with `--cfg loom`,
-//! so that loom model-checks the very code the library runs, not a copy
-//! of it.
+//! pointers: std's, or loom's when the crate is built with `--cfg loom`
+//! (`scripts/loom.sh`), so that loom model-checks the very code the library
+//! runs, not a copy of it.
 //!
 //! Under loom, every atomic operation is a point where the model may switch
 //! threads, and loads may return any store the memory model allows; the
@@ -56,3 +56,26 @@ macro_rules! global {
     };
 }
 pub(crate) use global;
+
+/// Runs a loom model of `name` over every interleaving (up to
+/// `preemption_bound` preemptions when given; `LOOM_MAX_PREEMPTIONS` in the
+/// environment overrides it), then prints how many it explored:
+/// `loom: NAME: N interleavings, 0 failures` (a failure panics first, with
+/// loom's report).
+#[cfg(all(test, loom))]
+pub(crate) fn model(name: &str, preemption_bound: Option<usize>, f: impl Fn() + Sync + Send + 'static) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = preemption_bound;
+    }
+    let counted = runs.clone();
+    builder.check(move || {
+        counted.fetch_add(1, Ordering::Relaxed);
+        f();
+    });
+    let bound = builder.preemption_bound.map_or(String::new(), |b| format!(" (at most {b} preemptions)"));
+    println!("loom: {name}: {} interleavings{bound}, 0 failures", runs.load(Ordering::Relaxed));
+}
