@@ -5,6 +5,8 @@
 #   - the Rust workspace tests (GPU suites skip visibly without a driver);
 #   - the C ABI's handle table under AddressSanitizer (scripts/asan-handles.sh;
 #     skips visibly without a nightly toolchain);
+#   - Miri over the unit tests (scripts/miri.sh) and loom's models of the
+#     handle table and hazard pointers (scripts/loom.sh);
 #   - the release build of scripts/build.sh (libfcgraph.so/.a and fcgraph);
 #   - the C suite (ctest/run.sh: the engine's seed test, built unmodified,
 #     plus our own C tests) against target/release/libfcgraph.so;
@@ -90,6 +92,7 @@ section docs env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q #
 section rust cargo test --workspace --release
 section asan scripts/asan-handles.sh
 section miri scripts/miri.sh # fc-graph and capi unit tests under Miri (installs the component; skips visibly)
+section loom scripts/loom.sh # capi's handle-table and hazard-pointer models under loom (every interleaving)
 section build scripts/build.sh # libfcgraph.so/.a and fcgraph, built as demo.sh and install.sh build them
 section ctest bash ctest/run.sh target/release
 section install bash ctest/install-check.sh
