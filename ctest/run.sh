@@ -15,7 +15,8 @@
 # (-pedantic) and C++11 (-Wall -Wextra -Werror). Programs: the engine's seed
 # test, test_graph_capture_concurrency.c, from $FC_SEED_DIR (default
 # ../shared/seeds/ beside the repository; given by the project, AGPL, never
-# copied into the repository; FC_SEED_RUNS=N runs it N times), and
+# copied into the repository; FC_SEED_RUNS=N runs it N times, 0 not at all),
+# and
 # ctest/test_*.c. Without the seed, its build and its run are each counted
 # as skipped, with the path looked at. A program that exits 0 printing
 # [SKIP] and no [PASS] counts as skipped. Last line:
@@ -245,7 +246,9 @@ run_all() {
     if command -v ldd >/dev/null && [[ -x $dir/bin/${TESTS[0]} ]]; then
         log "resolved: $(ldd "$dir/bin/${TESTS[0]}" | grep libfcgraph || echo 'libfcgraph not resolved')"
     fi
-    if [[ -x $dir/bin/$SEED_NAME ]]; then
+    if [[ $SEED_RUNS == 0 ]]; then
+        log "seed: not run here (FC_SEED_RUNS=0: its caller runs it)"
+    elif [[ -x $dir/bin/$SEED_NAME ]]; then
         [[ $SEED_RUNS =~ ^[0-9]+$ ]] || die "FC_SEED_RUNS must be a number, got '$SEED_RUNS'"
         ok=0
         for ((i = 1; i <= SEED_RUNS; i++)); do

@@ -13,6 +13,11 @@
 #   - the install (ctest/install-check.sh): scripts/install.sh into a
 #     temporary prefix, then the seed test built with pkg-config and with
 #     CMake (find_package(fcgraph)), shared and static, and run;
+#   - two simulated GPUs (scripts/test-double.sh): the driver double
+#     (driver-double/) as the driver with 2 devices at driver versions
+#     11040, 12000, 12030 and 13000: the engine's seed test 5 times, and
+#     once more broken on purpose (it must fail), the C suite, the
+#     installed package's programs and the Rust GPU suites;
 #   - the crates (scripts/check-crate.sh): `cargo package` of fc-cuda-sys
 #     and fc-graph, verified; fc-graph builds without bindgen/libclang, its
 #     package carries its PTX; fcgraph links neither fc-bench nor the C ABI.
@@ -96,6 +101,7 @@ section loom scripts/loom.sh # capi's handle-table and hazard-pointer models und
 section build scripts/build.sh # libfcgraph.so/.a and fcgraph, built as demo.sh and install.sh build them
 section ctest bash ctest/run.sh target/release
 section install bash ctest/install-check.sh
+section double scripts/test-double.sh # two simulated GPUs: seed test x5, C suite, installed package, Rust GPU suites at 11040, 12000, 12030, 13000
 section crates scripts/check-crate.sh
 
 echo

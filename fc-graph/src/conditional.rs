@@ -114,31 +114,16 @@ impl Context {
     /// docs](self)): the work recorded on this context from now on is its
     /// first body, until [`Context::conditional_next`] or
     /// [`Context::conditional_end`]. The node goes on this handle's lane.
-    /// Refused (nothing changes) without a recording that builds, on the
-    /// lane of an open foreign section, on a driver without such nodes, or
-    /// for a bad buffer.
+    /// Refused (nothing changes) for a bad buffer or case count, without a
+    /// recording that builds, on the lane of an open foreign section, or on
+    /// a driver without such nodes, checked in that order (a bad argument
+    /// gets its own error on every driver).
     pub fn conditional_begin(&self, c: Conditional<'_>) -> Result<()> {
         let (kind, buf, max_bodies) = c.parts();
-        let s = support();
-        if !s.if_while {
-            return Err(Error::Unsupported { feature: "conditional nodes", needs: "a CUDA 12.3+ driver".into() });
-        }
-        if matches!(c, Conditional::IfElse(_)) && !s.if_else {
-            return Err(Error::Unsupported {
-                feature: "IF conditional nodes with an else body",
-                needs: "a CUDA 12.8+ driver".into(),
-            });
-        }
-        if kind == CondKind::Switch {
-            if !s.switch {
-                return Err(Error::Unsupported {
-                    feature: "SWITCH conditional nodes",
-                    needs: "a CUDA 12.8+ driver".into(),
-                });
-            }
-            if max_bodies == 0 || max_bodies > MAX_SWITCH_CASES as usize {
-                return Err(Error::invalid(format!("a SWITCH takes 1 to {MAX_SWITCH_CASES} cases, not {max_bodies}")));
-            }
+        // Bad input first, the driver's support last: a bad argument gets
+        // its own error on every driver, not "unsupported" on old ones.
+        if kind == CondKind::Switch && (max_bodies == 0 || max_bodies > MAX_SWITCH_CASES as usize) {
+            return Err(Error::invalid(format!("a SWITCH takes 1 to {MAX_SWITCH_CASES} cases, not {max_bodies}")));
         }
         self.check_usable("the condition buffer", buf.context())?;
         if buf.size() < 4 {
@@ -155,6 +140,22 @@ impl Context {
                 "a conditional node needs an open recording that builds its graph (not one that captures the \
                  stream: see RecordingMode), outside foreign sections",
             ));
+        }
+        let s = support();
+        if !s.if_while {
+            return Err(Error::Unsupported { feature: "conditional nodes", needs: "a CUDA 12.3+ driver".into() });
+        }
+        if matches!(c, Conditional::IfElse(_)) && !s.if_else {
+            return Err(Error::Unsupported {
+                feature: "IF conditional nodes with an else body",
+                needs: "a CUDA 12.8+ driver".into(),
+            });
+        }
+        if kind == CondKind::Switch && !s.switch {
+            return Err(Error::Unsupported {
+                feature: "SWITCH conditional nodes",
+                needs: "a CUDA 12.8+ driver".into(),
+            });
         }
         let kernels = self.cond_kernels()?;
         let counter = match kind {
