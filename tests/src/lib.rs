@@ -16,7 +16,19 @@ pub struct GpuTest {
 /// than a test needs, the test is reported as ignored and a `[SKIP]` line
 /// with the reason is printed first, so a skip is never a silent pass.
 pub fn run_gpu_tests(suite: &str, tests: Vec<GpuTest>) -> ! {
-    let args = Arguments::from_args();
+    run_with(suite, tests, Arguments::from_args())
+}
+
+/// [`run_gpu_tests`], one test at a time whatever `--test-threads` says:
+/// for tests whose captures refuse other threads' calls (GLOBAL mode), or
+/// which synchronise the whole device.
+pub fn run_gpu_tests_one_at_a_time(suite: &str, tests: Vec<GpuTest>) -> ! {
+    let mut args = Arguments::from_args();
+    args.test_threads = Some(1);
+    run_with(suite, tests, args)
+}
+
+fn run_with(suite: &str, tests: Vec<GpuTest>, args: Arguments) -> ! {
     let devices = match Device::count() {
         Ok(n) => Ok(n),
         Err(e) => Err(e.to_string()),
