@@ -17,13 +17,14 @@
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use cuda_sys::result::{context, memory, stream};
 use cuda_sys::*;
 
 use crate::builtin_kernels::Builtins;
 use crate::capture_state::{self, CaptureState, CtxKey};
 use crate::conditional_kernels::CondKernels;
 use crate::device::Device;
-use crate::driver::{bound, check, driver, shielded, CaptureShield, RawCtx};
+use crate::driver::{bound, driver, shielded, CaptureShield, RawCtx};
 use crate::error::{Error, Result};
 use crate::gate::Gate;
 use crate::isolation::{self, Isolation, IsolationRequest, Plan};
@@ -156,18 +157,16 @@ impl Context {
     pub fn new(ordinal: usize) -> Result<Context> {
         let device = Device::get(ordinal)?;
         let d = driver()?;
-        let mut raw: CUcontext = std::ptr::null_mut();
         // Shielded like every call that another thread's GLOBAL capture may
         // refuse (and be invalidated by).
         let shield = CaptureShield::raise(d)?;
-        // SAFETY: valid out-pointer and device handle.
-        check("cuDevicePrimaryCtxRetain", unsafe { (d.cuDevicePrimaryCtxRetain)(&mut raw, device.handle()) })?;
+        let raw = context::primary_retain(d, device.handle())?;
         drop(shield);
         let raw = RawCtx { raw, leave_current: true, gate: std::ptr::null() };
         Self::with_stream(device, Owner::primary(raw)).inspect_err(|_| {
             let _shield = CaptureShield::raise(d);
             // SAFETY: releases the retain made above.
-            unsafe { (d.cuDevicePrimaryCtxRelease)(device.handle()) };
+            let _ = unsafe { context::primary_release(d, device.handle()) };
         })
     }
 
@@ -223,16 +222,13 @@ impl Context {
 
     /// An isolated context in a private CUDA context (`cuCtxCreate`).
     fn private(device: Device, d: &'static Driver) -> Result<Context> {
-        let mut raw: CUcontext = std::ptr::null_mut();
         // Creating a context is a potentially unsafe call: shielded, so that
         // another thread's GLOBAL capture neither refuses it nor breaks.
         let shield = CaptureShield::raise(d)?;
-        // SAFETY: valid out-pointer and device handle; cuCtxCreate makes the
-        // new context current on this thread, which the pop below undoes.
-        check("cuCtxCreate", unsafe { (d.cuCtxCreate)(&mut raw, CU_CTX_SCHED_AUTO, device.handle()) })?;
-        let mut popped: CUcontext = std::ptr::null_mut();
-        // SAFETY: pops the context cuCtxCreate pushed on this thread.
-        let pop = check("cuCtxPopCurrent", unsafe { (d.cuCtxPopCurrent)(&mut popped) });
+        // cuCtxCreate makes the new context current on this thread, which
+        // the pop below undoes.
+        let raw = context::create(d, CU_CTX_SCHED_AUTO, device.handle())?;
+        let pop = context::pop_current(d).map(drop).map_err(Error::from);
         drop(shield);
         let raw = RawCtx { raw, leave_current: false, gate: std::ptr::null() };
         let owner = Owner {
@@ -245,7 +241,7 @@ impl Context {
         pop.and_then(|()| Self::with_stream(device, owner)).inspect_err(|_| {
             let _shield = CaptureShield::raise(d);
             // SAFETY: destroys the context created above, used by nothing else.
-            unsafe { (d.cuCtxDestroy)(raw.raw) };
+            let _ = unsafe { context::destroy(d, raw.raw) };
         })
     }
 
@@ -267,10 +263,8 @@ impl Context {
             if isolation == Isolation::Green {
                 return isolation::green_stream(d, green);
             }
-            let mut s: CUstream = std::ptr::null_mut();
-            // SAFETY: valid out-pointer; the context is current.
-            check("cuStreamCreate", unsafe { (d.cuStreamCreate)(&mut s, CU_STREAM_NON_BLOCKING) })?;
-            Ok(s)
+            // In the context, current here.
+            Ok(stream::create(d, CU_STREAM_NON_BLOCKING)?)
         })?;
         let kind = if isolation == Isolation::None { ContextKind::Primary } else { ContextKind::Isolated };
         let recording_mode = match RecordingMode::from_env() {
@@ -278,7 +272,7 @@ impl Context {
             Err(e) => {
                 let _ = shielded(raw, |d| {
                     // SAFETY: the stream made above, used by nothing else yet.
-                    unsafe { (d.cuStreamDestroy)(stream) };
+                    let _ = unsafe { stream::destroy(d, stream) };
                     Ok(())
                 });
                 return Err(e);
@@ -624,19 +618,15 @@ impl Context {
         let stream = self.stream;
         self.shielded(|d| {
             // SAFETY: our stream, alive while the context is.
-            check("cuStreamSynchronize", unsafe { (d.cuStreamSynchronize)(stream) })
+            Ok(unsafe { stream::synchronize(d, stream) }?)
         })
     }
 
     /// Free and total device memory, in bytes, as the driver reports them
     /// for this context's device (`cuMemGetInfo`).
     pub fn mem_info(&self) -> Result<(usize, usize)> {
-        self.shielded(|d| {
-            let (mut free, mut total) = (0usize, 0usize);
-            // SAFETY: valid out-pointers; the context is current.
-            check("cuMemGetInfo", unsafe { (d.cuMemGetInfo)(&mut free, &mut total) })?;
-            Ok((free, total))
-        })
+        // Of the context, current here.
+        self.shielded(|d| Ok(memory::get_info(d)?))
     }
 
     /// Runs `f` with the context current (stream work: launches, copies).
@@ -656,8 +646,8 @@ impl Context {
     /// first failure, as [`Context::bound`] does).
     #[cold]
     #[inline(never)]
-    pub(crate) fn failed(&self, failed: crate::driver::Failed) -> Error {
-        let e = failed.into_error();
+    pub(crate) fn failed(&self, failed: DriverError) -> Error {
+        let e = Error::from(failed);
         self.note_failure(&e);
         e
     }
@@ -697,7 +687,7 @@ impl Drop for ContextInner {
         let slabs: Vec<(u64, u64)> = lock(&self.pool).slabs().collect();
         let _ = shielded(raw, |d| {
             // SAFETY: our stream; waits for queued work before tearing down.
-            unsafe { (d.cuStreamSynchronize)(stream) };
+            let _ = unsafe { stream::synchronize(d, stream) };
             // Ops of an open segment (child graphs among them) go while the
             // context still exists.
             drop(self.sink.close());
@@ -707,25 +697,25 @@ impl Drop for ContextInner {
             for (base, _) in slabs {
                 // SAFETY: slabs were allocated with cuMemAlloc by this context
                 // and no buffer refers to them any more (buffers hold the context).
-                unsafe { (d.cuMemFree)(base) };
+                let _ = unsafe { memory::free(d, base) };
             }
             // SAFETY: our stream, no longer used by anyone.
-            unsafe { (d.cuStreamDestroy)(stream) };
+            let _ = unsafe { stream::destroy(d, stream) };
             Ok(())
         });
         // Releasing or destroying a context is potentially unsafe too.
         let _shield = CaptureShield::raise(d);
         match self.isolation {
-            // SAFETY: releases the retain taken in `Context::new`.
-            Isolation::None => unsafe {
-                (d.cuDevicePrimaryCtxRelease)(self.device.handle());
-            },
-            // SAFETY: destroys the context created in `Context::private`;
-            // nothing refers to it any more, and it is not current anywhere
-            // (it is only ever pushed and popped around calls).
-            Isolation::Private => unsafe {
-                (d.cuCtxDestroy)(raw.raw);
-            },
+            Isolation::None => {
+                // SAFETY: releases the retain taken in `Context::new`.
+                let _ = unsafe { context::primary_release(d, self.device.handle()) };
+            }
+            Isolation::Private => {
+                // SAFETY: destroys the context created in `Context::private`;
+                // nothing refers to it any more, and it is not current
+                // anywhere (it is only ever pushed and popped around calls).
+                let _ = unsafe { context::destroy(d, raw.raw) };
+            }
             // Its stream and modules are gone (above); it is not current
             // anywhere. Destroying it releases its retain of the primary
             // context.

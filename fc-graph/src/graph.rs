@@ -1,6 +1,7 @@
 //! Captured graphs: a sequence of instantiated segments and eager breaks,
 //! replayed in order on the context's stream.
 
+use cuda_sys::result::{graph, graph_exec};
 use cuda_sys::*;
 
 use std::ffi::{CStr, CString};
@@ -11,7 +12,7 @@ use std::sync::OnceLock;
 
 use crate::built_segment::{Built, BuiltNodes, Fit, NodeSet};
 use crate::context::Context;
-use crate::driver::{check, shielded};
+use crate::driver::shielded;
 use crate::error::{Error, Result};
 use crate::nodes::destroy_graph;
 use crate::segment::Ops;
@@ -71,10 +72,8 @@ impl GraphExec {
         let Captured { graph, nodes, topology } = captured;
         let raw_ctx = ctx.raw_ctx();
         let exec = shielded(raw_ctx, |d| {
-            let mut exec: CUgraphExec = std::ptr::null_mut();
-            // SAFETY: valid out-pointer and a live graph.
-            check("cuGraphInstantiateWithFlags", unsafe { (d.cuGraphInstantiateWithFlags)(&mut exec, graph, 0) })?;
-            Ok(exec)
+            // SAFETY: a live graph of the context bound here.
+            Ok(unsafe { graph_exec::instantiate(d, graph, 0) }?)
         });
         match exec {
             Ok(exec) => Ok(GraphExec {
@@ -213,7 +212,7 @@ impl GraphExec {
             // not need it. Destroying it rather than the old source costs
             // the same at 26 and 2,600 nodes and 13 µs less at 260 (GPU run
             // 31): its nodes are still in the caches.
-            unsafe { (d.cuGraphDestroy)(graph) };
+            let _ = unsafe { graph::destroy(d, graph) };
             Ok((true, counts))
         })?;
         if let Some((old_nodes, new_nodes)) = counts {
@@ -244,13 +243,15 @@ impl GraphExec {
     pub(crate) fn debug_dot(&self, path: &CStr) -> Result<()> {
         let source = self.source;
         shielded(self.ctx.raw_ctx(), |d| {
-            let print = d.cuGraphDebugDotPrint.ok_or_else(|| Error::Unsupported {
-                feature: "cuGraphDebugDotPrint (graph DOT output)",
-                needs: "a CUDA 11.3+ driver".into(),
-            })?;
-            // SAFETY: live graph and a NUL-terminated path; the flags are a
-            // valid CUgraphDebugDot_flags value.
-            check("cuGraphDebugDotPrint", unsafe { print(source, path.as_ptr(), CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE) })
+            // SAFETY: a live graph; the flags are a valid
+            // CUgraphDebugDot_flags value.
+            match unsafe { graph::debug_dot_print(d, source, path, CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE) } {
+                None => Err(Error::Unsupported {
+                    feature: "cuGraphDebugDotPrint (graph DOT output)",
+                    needs: "a CUDA 11.3+ driver".into(),
+                }),
+                Some(printed) => Ok(printed?),
+            }
         })
     }
 
@@ -259,7 +260,7 @@ impl GraphExec {
         let exec = self.exec;
         shielded(self.ctx.raw_ctx(), |d| {
             // SAFETY: live executable graph and stream of the same context.
-            check("cuGraphLaunch", unsafe { (d.cuGraphLaunch)(exec, stream) })
+            Ok(unsafe { graph_exec::launch(d, exec, stream) }?)
         })
     }
 }
@@ -270,7 +271,7 @@ impl Drop for GraphExec {
         let _ = shielded(self.ctx.raw_ctx(), |d| {
             // SAFETY: destroyed once; a launch still in flight completes first
             // (the driver frees it asynchronously).
-            check("cuGraphExecDestroy", unsafe { (d.cuGraphExecDestroy)(exec) })
+            Ok(unsafe { graph_exec::destroy(d, exec) }?)
         });
         destroy_graph(self.ctx.raw_ctx(), self.source);
         // The ops' list serves the context's next recording (their modules
@@ -282,7 +283,6 @@ impl Drop for GraphExec {
     }
 }
 
-/// Nodes in a graph (`cuGraphGetNodes` walks all of them).
 /// Updates `exec` in place from `graph` through whichever ABI of
 /// `cuGraphExecUpdate` the driver has (the 10020 ABI on 10.2-11.x drivers,
 /// adapted by cuda-sys): `Ok(true)` updated; `Ok(false)` not (no such entry
@@ -296,21 +296,17 @@ impl Drop for GraphExec {
 /// thread, and nothing else uses `exec` during the call.
 pub(crate) unsafe fn update_in_place(d: &DriverFns, exec: CUgraphExec, graph: CUgraph) -> Result<bool> {
     // SAFETY: the caller's promise.
-    let Some(outcome) = (unsafe { d.graph_exec_update(exec, graph) }) else {
+    let Some(outcome) = (unsafe { graph_exec::update(d, exec, graph) }) else {
         return Ok(false);
     };
-    if outcome.refused() {
-        return Ok(false);
-    }
-    check("cuGraphExecUpdate", outcome.status)?;
-    Ok(outcome.updated())
+    let outcome = outcome?;
+    Ok(!outcome.refused() && outcome.updated())
 }
 
+/// Nodes in a graph (`cuGraphGetNodes` walks all of them).
 pub(crate) fn node_count(d: &Driver, graph: CUgraph) -> Result<usize> {
-    let mut n = 0usize;
-    // SAFETY: a live graph; a null node array asks for the count only.
-    check("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(graph, std::ptr::null_mut(), &mut n) })?;
-    Ok(n)
+    // SAFETY: a live graph.
+    Ok(unsafe { graph::node_count(d, graph) }?)
 }
 
 /// The pieces an update installs ([`Graph::replace_pieces`]): inline for a

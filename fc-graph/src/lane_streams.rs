@@ -5,9 +5,10 @@
 
 use std::sync::Mutex;
 
+use cuda_sys::result::{event, stream};
 use cuda_sys::*;
 
-use crate::driver::{check, shielded, RawCtx};
+use crate::driver::{shielded, RawCtx};
 use crate::error::{Error, Result};
 use crate::sync::lock;
 
@@ -54,21 +55,19 @@ impl LaneStreams {
             } else if !green.is_null() {
                 crate::isolation::green_stream(d, green)?
             } else {
-                let mut s: CUstream = std::ptr::null_mut();
-                // SAFETY: valid out-pointer; the context is current.
-                check("cuStreamCreate", unsafe { (d.cuStreamCreate)(&mut s, CU_STREAM_NON_BLOCKING) })?;
-                s
+                // In the context, current here.
+                stream::create(d, CU_STREAM_NON_BLOCKING)?
             };
-            let mut event: CUevent = std::ptr::null_mut();
-            // SAFETY: valid out-pointer; the context is current.
-            let res = unsafe { (d.cuEventCreate)(&mut event, CU_EVENT_DISABLE_TIMING) };
-            if let Err(e) = check("cuEventCreate", res) {
-                if i != 0 {
-                    // SAFETY: the stream made above, used by nothing else.
-                    unsafe { (d.cuStreamDestroy)(stream) };
+            let event = match event::create(d, CU_EVENT_DISABLE_TIMING) {
+                Ok(e) => e,
+                Err(e) => {
+                    if i != 0 {
+                        // SAFETY: the stream made above, used by nothing else.
+                        let _ = unsafe { stream::destroy(d, stream) };
+                    }
+                    return Err(e.into());
                 }
-                return Err(e);
-            }
+            };
             Ok(LaneStream { stream, event })
         })?;
         lanes[i] = Some(made);
@@ -83,12 +82,12 @@ impl LaneStreams {
         for (i, l) in lanes.drain(..).enumerate() {
             let Some(l) = l else { continue };
             // SAFETY: made by `get`, destroyed once; nothing uses them any more.
-            unsafe { (d.cuEventDestroy)(l.event) };
+            let _ = unsafe { event::destroy(d, l.event) };
             if i != 0 {
                 // SAFETY: as above.
-                unsafe { (d.cuStreamSynchronize)(l.stream) };
+                let _ = unsafe { stream::synchronize(d, l.stream) };
                 // SAFETY: as above.
-                unsafe { (d.cuStreamDestroy)(l.stream) };
+                let _ = unsafe { stream::destroy(d, l.stream) };
             }
         }
     }

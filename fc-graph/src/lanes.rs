@@ -94,9 +94,9 @@ impl Context {
         let (mine, theirs_stream) = (self.stream(), other.stream());
         self.bound(|d| {
             // SAFETY: the event and stream of lane `b` of this context.
-            crate::driver::check("cuEventRecord", unsafe { (d.cuEventRecord)(theirs.event, theirs_stream) })?;
+            unsafe { cuda_sys::result::event::record(d, theirs.event, theirs_stream) }?;
             // SAFETY: a stream of this context and that event.
-            crate::driver::check("cuStreamWaitEvent", unsafe { (d.cuStreamWaitEvent)(mine, theirs.event, 0) })
+            Ok(unsafe { cuda_sys::result::stream::wait_event(d, mine, theirs.event, 0) }?)
         })
     }
 }

@@ -52,11 +52,12 @@ use std::os::raw::c_void;
 use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 
+use cuda_sys::result::kernel;
 use cuda_sys::*;
 
 use crate::context::Context;
 use crate::device::Device;
-use crate::driver::{driver, ContextBinding, Failed};
+use crate::driver::{driver, ContextBinding};
 use crate::error::Result;
 use crate::launch_config::LaunchConfig;
 
@@ -198,9 +199,9 @@ pub(crate) unsafe fn launch_kernel(
     let d = driver()?;
     let stream = ctx.stream();
     let (g, b) = (cfg.grid, cfg.block);
-    let ex = d.cuLaunchKernelEx.filter(|_| pdl);
-    let launch = || match ex {
-        Some(launch_ex) => {
+    let ex = pdl && d.cuLaunchKernelEx.is_some();
+    let launch = || -> std::result::Result<(), DriverError> {
+        if ex {
             let mut attr = pdl_attribute();
             let config = CUlaunchConfig {
                 gridDimX: g.0,
@@ -215,44 +216,32 @@ pub(crate) unsafe fn launch_kernel(
                 numAttrs: 1,
             };
             // SAFETY: `config` and its one attribute live across the call;
-            // `f` and `params` per this function's contract.
-            unsafe { launch_ex(&config, f, params, std::ptr::null_mut()) }
+            // `f` and `params` per this function's contract. The driver has
+            // the entry (`ex`), so this is `Some`.
+            if let Some(launched) = unsafe { kernel::launch_ex(d, &config, f, params, std::ptr::null_mut()) } {
+                return launched;
+            }
         }
         // SAFETY: live function and stream of one context; `params` per
         // this function's contract.
-        None => unsafe {
-            (d.cuLaunchKernel)(
-                f,
-                g.0,
-                g.1,
-                g.2,
-                b.0,
-                b.1,
-                b.2,
-                cfg.shared_mem_bytes,
-                stream,
-                params,
-                std::ptr::null_mut(),
-            )
-        },
+        unsafe { kernel::launch(d, f, g, b, cfg.shared_mem_bytes, stream, params, std::ptr::null_mut()) }
     };
-    let call = if ex.is_some() { "cuLaunchKernelEx" } else { "cuLaunchKernel" };
     // The failure stays a small value until the end: a launch is the
     // hottest path of a capture, and building an `Error` is not free.
-    let launched = (|| -> std::result::Result<(), Failed> {
+    let launched = (|| -> std::result::Result<(), DriverError> {
         if launches_unbound(d) {
-            let res = launch();
-            if !refused_for_context(res) {
-                return Failed::check(call, res);
+            match launch() {
+                Err(e) if refused_for_context(e.code) => {}
+                done => return done,
             }
             // The driver wanted the context current after all: bind, retry.
         }
         let _bind = ContextBinding::bind_raw(d, ctx.raw_ctx())?;
-        Failed::check(call, launch())
+        launch()
     })();
     match launched {
         Ok(()) => {
-            ctx.segment_trace().note_kernel(ex.is_some());
+            ctx.segment_trace().note_kernel(ex);
             Ok(())
         }
         Err(failed) => Err(ctx.failed(failed)),

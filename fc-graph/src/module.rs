@@ -10,7 +10,7 @@ use cuda_sys::*;
 
 use crate::buffer::DeviceBuffer;
 use crate::context::Context;
-use crate::driver::{bound, check};
+use crate::driver::bound;
 use crate::error::{Error, Result};
 use crate::launch::{launch_kernel, pdl_env_allows, supports_pdl, LaunchOptions};
 pub use crate::launch_config::{LaunchConfig, LaunchLimits};
@@ -78,9 +78,8 @@ fn query_limits(ctx: &Context, f: CUfunction) -> Result<LaunchLimits> {
     let dev = |attr| device.attribute(attr).map(|v| v.max(0) as u32);
     let func = |attr| {
         bound(ctx.raw_ctx(), |d| {
-            let mut v: std::os::raw::c_int = 0;
-            // SAFETY: valid out-pointer and a live function of this context.
-            check("cuFuncGetAttribute", unsafe { (d.cuFuncGetAttribute)(&mut v, attr, f) })?;
+            // SAFETY: a live function of this context.
+            let v = unsafe { cuda_sys::result::kernel::get_attribute(d, attr, f) }?;
             Ok(v.max(0) as u32)
         })
     };

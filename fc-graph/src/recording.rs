@@ -22,13 +22,14 @@
 //!
 //! [`RecordingMode::Auto`]: crate::RecordingMode::Auto
 
+use cuda_sys::result::stream;
 use cuda_sys::*;
 use smallvec::SmallVec;
 
 use crate::built_segment::{materialize, Built, Fit};
 use crate::capture_state::ThreadTag;
 use crate::context::{lock, CaptureMode, Context};
-use crate::driver::{bound, check, RawCtx};
+use crate::driver::{bound, RawCtx};
 use crate::error::{Error, Result};
 use crate::graph::{node_count, BreakFn, Captured, Graph, GraphExec, NewPieces, Piece, UpdateReport};
 use crate::nodes::{child_shape, destroy_graph};
@@ -232,7 +233,7 @@ impl<L> Recording<L> {
         ctx.sink().pause(lane_index);
         let begun = bound(ctx.raw_ctx(), |d| {
             // SAFETY: our stream, not capturing; the mode is a valid value.
-            check("cuStreamBeginCapture", unsafe { (d.cuStreamBeginCapture)(stream, mode.raw()) })
+            Ok(unsafe { stream::begin_capture(d, stream, mode.raw()) }?)
         });
         if let Err(e) = begun {
             ctx.sink().resume();
@@ -368,9 +369,8 @@ impl<L> Recording<L> {
         }
         let stream = ctx.stream();
         bound(ctx.raw_ctx(), |d| {
-            let mut status = CU_STREAM_CAPTURE_STATUS_NONE;
-            // SAFETY: our stream; valid out-pointer.
-            check("cuStreamIsCapturing", unsafe { (d.cuStreamIsCapturing)(stream, &mut status) })?;
+            // SAFETY: our stream.
+            let status = unsafe { stream::is_capturing(d, stream) }?;
             Ok(status == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
         })
         .unwrap_or(false)
@@ -698,7 +698,7 @@ fn begin_segment(ctx: &Context, mode: CaptureMode) -> Result<()> {
     ctx.segment_trace().begin();
     bound(ctx.raw_ctx(), |d| {
         // SAFETY: our stream; the mode is a valid enum value.
-        check("cuStreamBeginCapture", unsafe { (d.cuStreamBeginCapture)(stream, mode.raw()) })
+        Ok(unsafe { stream::begin_capture(d, stream, mode.raw()) }?)
     })
 }
 
@@ -710,14 +710,9 @@ fn end_capture(raw: RawCtx, stream: CUstream) -> Result<Option<CUgraph>> {
 
 /// [`end_capture`] with the context already bound.
 fn end_capture_bound(d: &Driver, stream: CUstream) -> Result<Option<CUgraph>> {
-    let mut g: CUgraph = std::ptr::null_mut();
-    // SAFETY: our stream, capturing; valid out-pointer.
-    let res = unsafe { (d.cuStreamEndCapture)(stream, &mut g) };
-    if res != CUDA_SUCCESS && !g.is_null() {
-        // SAFETY: a graph the failed end handed us; destroyed once.
-        unsafe { (d.cuGraphDestroy)(g) };
-    }
-    check("cuStreamEndCapture", res)?;
+    // SAFETY: our stream, capturing. A graph a failed end hands out is
+    // destroyed by the call.
+    let g = unsafe { stream::end_capture(d, stream) }?;
     Ok((!g.is_null()).then_some(g))
 }
 
@@ -726,15 +721,10 @@ fn end_capture_bound(d: &Driver, stream: CUstream) -> Result<Option<CUgraph>> {
 /// is not active, or the query failed). Constant time, unlike counting the
 /// graph's nodes.
 fn open_ends(d: &Driver, stream: CUstream) -> Option<usize> {
-    let mut status = CU_STREAM_CAPTURE_STATUS_NONE;
-    let mut id: cuuint64_t = 0;
-    let mut graph: CUgraph = std::ptr::null_mut();
-    let mut deps: *const CUgraphNode = std::ptr::null();
-    let mut n = 0usize;
-    // SAFETY: our stream; valid out-pointers (the dependency array stays the
-    // driver's and is not read).
-    let res = unsafe { (d.cuStreamGetCaptureInfo)(stream, &mut status, &mut id, &mut graph, &mut deps, &mut n) };
-    (res == CUDA_SUCCESS && status == CU_STREAM_CAPTURE_STATUS_ACTIVE).then_some(n)
+    // SAFETY: our stream (the dependency array stays the driver's and is
+    // not read).
+    let info = unsafe { stream::get_capture_info(d, stream) }.ok()?;
+    (info.status == CU_STREAM_CAPTURE_STATUS_ACTIVE).then_some(info.num_dependencies)
 }
 
 /// Ends the stream's capture and returns the recorded graph, or `None`
