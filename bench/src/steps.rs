@@ -13,6 +13,7 @@
 use std::os::raw::c_void;
 use std::time::Instant;
 
+use cuda_sys::result::{context, graph, graph_exec, kernel, stream};
 use cuda_sys::*;
 use fc_graph::{
     BinaryOp, CaptureMode, Context, DeviceBuffer, Graph, KernelArg, LaunchConfig, Module, RecordingMode, Result,
@@ -251,15 +252,21 @@ fn sample(iters: usize, mut f: impl FnMut() -> Result<()>) -> Result<Vec<f64>> {
     Ok(v)
 }
 
-fn ok(call: &'static str, rc: CUresult) -> Result<()> {
-    if rc == CUDA_SUCCESS {
-        return Ok(());
-    }
-    let (name, description) = match fc_graph::driver() {
-        Ok(d) => (d.error_name(rc), d.error_string(rc)),
-        Err(_) => (format!("CUDA_ERROR_{rc}"), String::new()),
-    };
-    Err(fc_graph::Error::Cuda { call, code: rc, name, description })
+/// A bare driver call's result, its failure named by the driver (as a
+/// plain `Error::Cuda`, whatever the code).
+fn ok<T>(r: std::result::Result<T, DriverError>) -> Result<T> {
+    r.map_err(|e| {
+        let (name, description) = match fc_graph::driver() {
+            Ok(d) => (e.name(d), e.description(d)),
+            Err(_) => (format!("CUDA_ERROR_{}", e.code), String::new()),
+        };
+        fc_graph::Error::Cuda { call: e.call, code: e.code, name, description }
+    })
+}
+
+/// The status of a bare driver call (`CUDA_SUCCESS` when it succeeded).
+fn rc<T>(r: std::result::Result<T, DriverError>) -> CUresult {
+    r.err().map_or(CUDA_SUCCESS, |e| e.code)
 }
 
 struct Rig {
@@ -373,7 +380,6 @@ impl Rig {
                 (&mut n as *mut u32).cast(),
             ];
             if self.pdl.get() {
-                let launch_ex = d.cuLaunchKernelEx.ok_or_else(|| fc_graph::Error::invalid("no cuLaunchKernelEx"))?;
                 let mut value = CUlaunchAttributeValue { pad: [0; 64] };
                 value.programmaticStreamSerializationAllowed = 1;
                 let mut attr =
@@ -391,12 +397,25 @@ impl Rig {
                     numAttrs: 1,
                 };
                 // SAFETY: as below; `config` and its attribute live across the call.
-                ok("cuLaunchKernelEx", unsafe { launch_ex(&config, f, p.as_mut_ptr(), std::ptr::null_mut()) })?;
+                let launched = unsafe { kernel::launch_ex(d, &config, f, p.as_mut_ptr(), std::ptr::null_mut()) };
+                let Some(launched) = launched else {
+                    return Err(fc_graph::Error::invalid("no cuLaunchKernelEx"));
+                };
+                ok(launched)?;
                 continue;
             }
             // SAFETY: (u64, u64, u64, u32) parameters as the PTX declares; live stream.
-            ok("cuLaunchKernel", unsafe {
-                (d.cuLaunchKernel)(f, grid, 1, 1, 256, 1, 1, 0, self.bare_stream, p.as_mut_ptr(), std::ptr::null_mut())
+            ok(unsafe {
+                kernel::launch(
+                    d,
+                    f,
+                    (grid, 1, 1),
+                    (256, 1, 1),
+                    0,
+                    self.bare_stream,
+                    p.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
             })?;
         }
         Ok(())
@@ -439,16 +458,12 @@ pub fn run_steps(cfg: &StepsConfig, out: &mut dyn FnMut(StepOutput)) -> Result<(
     out(StepOutput::Pdl(rig.pdl.get()));
 
     // Single driver calls the library adds around the work.
-    let mut cur: CUcontext = std::ptr::null_mut();
-    // SAFETY: valid out-pointer.
-    let mut v = sample(cfg.single_call_samples, || ok("cuCtxGetCurrent", unsafe { (d.cuCtxGetCurrent)(&mut cur) }))?;
+    let mut v = sample(cfg.single_call_samples, || ok(context::get_current(d)).map(drop))?;
     emit(out, "ctx_get_current", Variant::BareOnly, 1, &mut v);
     let mut v = sample(cfg.single_call_samples, || {
-        let mut m = CU_STREAM_CAPTURE_MODE_RELAXED;
-        // SAFETY: valid in/out pointer; the second call restores the mode.
-        ok("exchange", unsafe { (d.cuThreadExchangeStreamCaptureMode)(&mut m) })?;
-        // SAFETY: as above.
-        ok("exchange", unsafe { (d.cuThreadExchangeStreamCaptureMode)(&mut m) })
+        // The second call restores the mode.
+        let m = ok(stream::thread_exchange_capture_mode(d, CU_STREAM_CAPTURE_MODE_RELAXED))?;
+        ok(stream::thread_exchange_capture_mode(d, m)).map(drop)
     })?;
     emit(out, "capture_mode_exchange_pair", Variant::BareOnly, 1, &mut v);
 
@@ -493,23 +508,19 @@ pub fn run_steps(cfg: &StepsConfig, out: &mut dyn FnMut(StepOutput)) -> Result<(
 
             let t0 = Instant::now();
             // SAFETY: our stream, not capturing.
-            ok("cuStreamBeginCapture", unsafe {
-                (d.cuStreamBeginCapture)(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-            })?;
+            ok(unsafe { stream::begin_capture(d, stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) })?;
             let t1 = Instant::now();
             rig.raw_chain(d, k)?;
             let t2 = Instant::now();
-            let mut g: CUgraph = std::ptr::null_mut();
-            let mut e: CUgraphExec = std::ptr::null_mut();
-            // SAFETY: our capturing stream; valid out-pointers.
-            ok("cuStreamEndCapture", unsafe { (d.cuStreamEndCapture)(stream, &mut g) })?;
-            // SAFETY: live graph, valid out-pointer.
-            ok("cuGraphInstantiateWithFlags", unsafe { (d.cuGraphInstantiateWithFlags)(&mut e, g, 0) })?;
+            // SAFETY: our capturing stream.
+            let g = ok(unsafe { stream::end_capture(d, stream) })?;
+            // SAFETY: live graph.
+            let e = ok(unsafe { graph_exec::instantiate(d, g, 0) })?;
             let t3 = Instant::now();
             // SAFETY: ours, destroyed once, untimed.
             unsafe {
-                (d.cuGraphExecDestroy)(e);
-                (d.cuGraphDestroy)(g);
+                let _ = graph_exec::destroy(d, e);
+                let _ = graph::destroy(d, g);
             }
             rb.push(us_since(t0, t1));
             rl.push(us_since(t1, t2) / k as f64);
@@ -536,17 +547,15 @@ pub fn run_steps(cfg: &StepsConfig, out: &mut dyn FnMut(StepOutput)) -> Result<(
             rig.sync()?;
             let t0 = Instant::now();
             // SAFETY: live executable and stream.
-            ok("cuGraphLaunch", unsafe { (d.cuGraphLaunch)(exec, stream) })?;
+            ok(unsafe { graph_exec::launch(d, exec, stream) })?;
             raw.push(us_since(t0, Instant::now()));
             rig.sync()?;
             let t0 = Instant::now();
-            let mut m = CU_STREAM_CAPTURE_MODE_RELAXED;
-            // SAFETY: exchange, launch, exchange back; valid pointers and handles.
-            unsafe {
-                ok("exchange", (d.cuThreadExchangeStreamCaptureMode)(&mut m))?;
-                ok("cuGraphLaunch", (d.cuGraphLaunch)(exec, stream))?;
-                ok("exchange", (d.cuThreadExchangeStreamCaptureMode)(&mut m))?;
-            }
+            // Exchange, launch, exchange back.
+            let m = ok(stream::thread_exchange_capture_mode(d, CU_STREAM_CAPTURE_MODE_RELAXED))?;
+            // SAFETY: live executable and stream.
+            ok(unsafe { graph_exec::launch(d, exec, stream) })?;
+            ok(stream::thread_exchange_capture_mode(d, m))?;
             shielded.push(us_since(t0, Instant::now()));
             rig.sync()?;
         }
@@ -565,18 +574,16 @@ pub fn run_steps(cfg: &StepsConfig, out: &mut dyn FnMut(StepOutput)) -> Result<(
             drop(g);
             fc_cycle.push(us_since(t0, Instant::now()));
             let t0 = Instant::now();
-            let mut cg: CUgraph = std::ptr::null_mut();
-            let mut e: CUgraphExec = std::ptr::null_mut();
             // SAFETY: our stream and live handles; everything made here is destroyed here.
             unsafe {
-                ok("cuStreamBeginCapture", (d.cuStreamBeginCapture)(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))?;
+                ok(stream::begin_capture(d, stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))?;
                 rig.raw_chain(d, k)?;
-                ok("cuStreamEndCapture", (d.cuStreamEndCapture)(stream, &mut cg))?;
-                ok("cuGraphInstantiateWithFlags", (d.cuGraphInstantiateWithFlags)(&mut e, cg, 0))?;
-                ok("cuGraphLaunch", (d.cuGraphLaunch)(e, stream))?;
-                ok("cuStreamSynchronize", (d.cuStreamSynchronize)(stream))?;
-                ok("cuGraphExecDestroy", (d.cuGraphExecDestroy)(e))?;
-                ok("cuGraphDestroy", (d.cuGraphDestroy)(cg))?;
+                let cg = ok(stream::end_capture(d, stream))?;
+                let e = ok(graph_exec::instantiate(d, cg, 0))?;
+                ok(graph_exec::launch(d, e, stream))?;
+                ok(stream::synchronize(d, stream))?;
+                ok(graph_exec::destroy(d, e))?;
+                ok(graph::destroy(d, cg))?;
             }
             bare_cycle.push(us_since(t0, Instant::now()));
         }
@@ -674,19 +681,21 @@ fn table_rows_in_mode(
 fn bare_capture(d: &Driver, rig: &Rig, k: usize, swap: impl Fn(usize) -> bool) -> Result<CUgraph> {
     let stream = rig.bare_stream;
     // SAFETY: our stream, not capturing.
-    ok("cuStreamBeginCapture", unsafe { (d.cuStreamBeginCapture)(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) })?;
+    ok(unsafe { stream::begin_capture(d, stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) })?;
     let chain = rig.raw_chain_with(d, k, swap);
-    let mut g: CUgraph = std::ptr::null_mut();
-    // SAFETY: our capturing stream; valid out-pointer.
-    let end = ok("cuStreamEndCapture", unsafe { (d.cuStreamEndCapture)(stream, &mut g) });
-    if let Err(e) = chain.and(end) {
-        if !g.is_null() {
-            // SAFETY: the graph the end handed us, destroyed once.
-            unsafe { (d.cuGraphDestroy)(g) };
+    // SAFETY: our capturing stream (a graph a failed end hands out is
+    // destroyed by the call).
+    let end = ok(unsafe { stream::end_capture(d, stream) });
+    if let Err(e) = chain {
+        if let Ok(g) = end {
+            if !g.is_null() {
+                // SAFETY: the graph the end handed us, destroyed once.
+                let _ = unsafe { graph::destroy(d, g) };
+            }
         }
         return Err(e);
     }
-    Ok(g)
+    end
 }
 
 /// One executable and the graph it keeps, for the bare update rows.
@@ -698,15 +707,15 @@ struct BareExec {
 impl BareExec {
     fn new(d: &Driver, rig: &Rig, k: usize) -> Result<BareExec> {
         let source = bare_capture(d, rig, k, |_| false)?;
-        let mut exec: CUgraphExec = std::ptr::null_mut();
-        // SAFETY: live graph, valid out-pointer.
-        let res = unsafe { (d.cuGraphInstantiateWithFlags)(&mut exec, source, 0) };
-        if let Err(e) = ok("cuGraphInstantiateWithFlags", res) {
-            // SAFETY: ours, destroyed once.
-            unsafe { (d.cuGraphDestroy)(source) };
-            return Err(e);
+        // SAFETY: live graph.
+        match ok(unsafe { graph_exec::instantiate(d, source, 0) }) {
+            Ok(exec) => Ok(BareExec { exec, source }),
+            Err(e) => {
+                // SAFETY: ours, destroyed once.
+                let _ = unsafe { graph::destroy(d, source) };
+                Err(e)
+            }
         }
-        Ok(BareExec { exec, source })
     }
 
     /// Re-captures and updates in place; `keep_new`: the re-captured graph
@@ -729,22 +738,23 @@ impl BareExec {
         let g = bare_capture(d, rig, k, swap)?;
         // SAFETY: live executable and graph of the rig's context; the
         // executable is ours (`&mut self`).
-        let outcome = unsafe { d.graph_exec_update(self.exec, g) };
+        let outcome = unsafe { graph_exec::update(d, self.exec, g) };
         let res = match outcome {
             None => Err(fc_graph::Error::invalid("no cuGraphExecUpdate")),
-            Some(o) => ok("cuGraphExecUpdate", o.status),
+            // A refusal is an error here too (`GraphExecUpdate::status`).
+            Some(o) => ok(o.and_then(|o| DriverError::check("cuGraphExecUpdate", o.status))),
         };
         let victim = if keep_new && res.is_ok() { std::mem::replace(&mut self.source, g) } else { g };
         // SAFETY: a graph we own that nothing needs any more, destroyed once.
-        unsafe { (d.cuGraphDestroy)(victim) };
+        let _ = unsafe { graph::destroy(d, victim) };
         res
     }
 
     fn destroy(self, d: &Driver) {
         // SAFETY: ours, destroyed once.
         unsafe {
-            (d.cuGraphExecDestroy)(self.exec);
-            (d.cuGraphDestroy)(self.source);
+            let _ = graph_exec::destroy(d, self.exec);
+            let _ = graph::destroy(d, self.source);
         }
     }
 }
@@ -1046,9 +1056,8 @@ fn recapture_rows(d: &Driver, rig: &Rig, k: usize, iters: usize, out: &mut dyn F
             let t2 = Instant::now();
             keep.recapture(d, rig, k, true)?;
             let t3 = Instant::now();
-            let mut nodes = 0usize;
-            // SAFETY: live graph; a null node array asks for the count only.
-            ok("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(keep.source, std::ptr::null_mut(), &mut nodes) })?;
+            // SAFETY: live graph.
+            let nodes = ok(unsafe { graph::node_count(d, keep.source) })?;
             let t4 = Instant::now();
             crig.recapture(cgraph, k)?;
             let t5 = Instant::now();
@@ -1137,7 +1146,7 @@ fn c_abi_rows(cfg: &StepsConfig, handles: &HandleCheck, out: &mut dyn FnMut(Step
             let t0 = Instant::now();
             // SAFETY: a live executable of the same device's primary
             // context, launched on the C context's live stream.
-            ok("cuGraphLaunch", unsafe { (d.cuGraphLaunch)(exec, stream) })?;
+            ok(unsafe { graph_exec::launch(d, exec, stream) })?;
             bare.push(us_since(t0, Instant::now()));
             if c::fc_sync_ctx(cctx) != 0 {
                 c::fc_graph_free(cg);
@@ -1227,11 +1236,9 @@ fn capture_twin(cfg: &StepsConfig, k: usize) -> Result<(Graph, [DeviceBuffer; 3]
 /// those need no per-call context binding.
 fn probe_without_current_context(d: &Driver, rig: &Rig) -> Result<NoContextProbe> {
     let stream = rig.bare_stream;
-    let mut prev: CUcontext = std::ptr::null_mut();
-    // SAFETY: valid out-pointer.
-    ok("cuCtxGetCurrent", unsafe { (d.cuCtxGetCurrent)(&mut prev) })?;
+    let prev = ok(context::get_current(d))?;
     // SAFETY: unbinds this thread's context; restored below.
-    ok("cuCtxSetCurrent", unsafe { (d.cuCtxSetCurrent)(std::ptr::null_mut()) })?;
+    ok(unsafe { context::set_current(d, std::ptr::null_mut()) })?;
     let (mut x, mut y, mut z, mut n) = (rig.x.as_raw(), rig.y.as_raw(), rig.z.as_raw(), rig.n as u32);
     let mut p: [*mut c_void; 4] = [
         (&mut x as *mut u64).cast(),
@@ -1239,42 +1246,45 @@ fn probe_without_current_context(d: &Driver, rig: &Rig) -> Result<NoContextProbe
         (&mut z as *mut u64).cast(),
         (&mut n as *mut u32).cast(),
     ];
-    // SAFETY: parameters as the PTX declares; live function and stream.
-    let rc_launch = unsafe {
-        (d.cuLaunchKernel)(rig.func_add, 16, 1, 1, 256, 1, 1, 0, stream, p.as_mut_ptr(), std::ptr::null_mut())
+    let params = p.as_mut_ptr();
+    let launch = || {
+        // SAFETY: parameters as the PTX declares; live function and stream.
+        rc(unsafe { kernel::launch(d, rig.func_add, (16, 1, 1), (256, 1, 1), 0, stream, params, std::ptr::null_mut()) })
     };
+    let rc_launch = launch();
     // SAFETY: our stream.
-    let rc_begin = unsafe { (d.cuStreamBeginCapture)(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) };
-    // SAFETY: as above.
-    let rc_launch_captured = unsafe {
-        (d.cuLaunchKernel)(rig.func_add, 16, 1, 1, 256, 1, 1, 0, stream, p.as_mut_ptr(), std::ptr::null_mut())
-    };
-    let mut g: CUgraph = std::ptr::null_mut();
-    // SAFETY: our stream; valid out-pointer.
-    let rc_end = unsafe { (d.cuStreamEndCapture)(stream, &mut g) };
+    let rc_begin = rc(unsafe { stream::begin_capture(d, stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) });
+    let rc_launch_captured = launch();
+    // SAFETY: our stream (a graph a failed end hands out is destroyed by
+    // the call).
+    let ended = unsafe { stream::end_capture(d, stream) };
+    let g = ended.as_ref().map_or(std::ptr::null_mut(), |g| *g);
+    let rc_end = rc(ended);
     let mut e: CUgraphExec = std::ptr::null_mut();
     let rc_inst = if g.is_null() {
         -1
     } else {
-        // SAFETY: live graph, valid out-pointer.
-        unsafe { (d.cuGraphInstantiateWithFlags)(&mut e, g, 0) as i64 }
+        // SAFETY: live graph.
+        let made = unsafe { graph_exec::instantiate(d, g, 0) };
+        e = made.as_ref().map_or(std::ptr::null_mut(), |e| *e);
+        rc(made) as i64
     };
     let rc_graph_launch = if e.is_null() {
         -1
     } else {
         // SAFETY: live executable and stream.
-        unsafe { (d.cuGraphLaunch)(e, stream) as i64 }
+        rc(unsafe { graph_exec::launch(d, e, stream) }) as i64
     };
     // SAFETY: our stream.
-    let rc_sync = unsafe { (d.cuStreamSynchronize)(stream) };
+    let rc_sync = rc(unsafe { stream::synchronize(d, stream) });
     // SAFETY: restores the previous binding; destroys what we made.
     unsafe {
-        (d.cuCtxSetCurrent)(prev);
+        let _ = context::set_current(d, prev);
         if !e.is_null() {
-            (d.cuGraphExecDestroy)(e);
+            let _ = graph_exec::destroy(d, e);
         }
         if !g.is_null() {
-            (d.cuGraphDestroy)(g);
+            let _ = graph::destroy(d, g);
         }
     }
     Ok(NoContextProbe {
@@ -1556,9 +1566,8 @@ impl UpdatePair {
     ) -> Result<()> {
         let k = self.bare_swap.len();
         let mut nodes: Vec<CUgraphNode> = vec![std::ptr::null_mut(); k];
-        let mut n = k;
-        // SAFETY: the bare executable's live source graph; room for `n` nodes.
-        ok("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(self.exec.source, nodes.as_mut_ptr(), &mut n) })?;
+        // SAFETY: the bare executable's live source graph.
+        let n = ok(unsafe { graph::get_nodes_into(d, self.exec.source, &mut nodes) })?;
         if n != k {
             println!("[fc] {step} K={k}: the graph has {n} nodes; skipped");
             return Ok(());
@@ -1583,8 +1592,9 @@ impl UpdatePair {
                 // SAFETY: the bare live executable, a kernel node of its source
                 // (creation order: node i is the chain's launch i), parameters
                 // of the same (u64, u64, u64, u32) kernel, live across the call.
-                let res = unsafe { d.graph_exec_kernel_node_set_params(self.exec.exec, node, &p) };
-                if res != Some(CUDA_SUCCESS) {
+                let res = unsafe { graph_exec::kernel_node_set_params(d, self.exec.exec, node, &p) };
+                if res != Some(Ok(())) {
+                    let res = res.map(rc);
                     println!("[fc] {step} K={k}: node {i} refused ({res:?}); skipped");
                     return Ok(());
                 }
@@ -1615,9 +1625,9 @@ impl UpdatePair {
             |_| {
                 let t0 = Instant::now();
                 // SAFETY: live executable and stream of the rig.
-                ok("cuGraphLaunch", unsafe { (d.cuGraphLaunch)(exec, rig.bare_stream) })?;
+                ok(unsafe { graph_exec::launch(d, exec, rig.bare_stream) })?;
                 // SAFETY: our stream.
-                ok("cuStreamSynchronize", unsafe { (d.cuStreamSynchronize)(rig.bare_stream) })?;
+                ok(unsafe { stream::synchronize(d, rig.bare_stream) })?;
                 Ok(us_since(t0, Instant::now()))
             },
         )?;
