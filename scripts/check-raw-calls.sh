@@ -80,7 +80,8 @@ fi
 
 # Tracked files in a git checkout; every *.rs file but target/'s elsewhere.
 if git rev-parse --is-inside-work-tree > /dev/null 2>&1; then
-    mapfile -t files < <(git ls-files '*.rs' | grep -v '^cuda-sys/')
+    # (files deleted but not yet committed are left out)
+    mapfile -t files < <(git ls-files '*.rs' | grep -v '^cuda-sys/' | while read -r f; do [[ -f $f ]] && echo "$f"; done)
 else
     mapfile -t files < <(find . -name '*.rs' -not -path './target/*' -not -path './cuda-sys/*' | sed 's|^\./||' | sort)
 fi

@@ -4,7 +4,7 @@
 use cuda_sys::result::{memory, stream};
 use cuda_sys::*;
 
-use crate::context::{lock, Context};
+use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::nodes::MemsetRaw;
 use crate::pool::{block_size, slab_size_for};
@@ -70,19 +70,14 @@ impl Context {
     fn alloc_from_pool(&self, bytes: usize) -> Result<DeviceBuffer> {
         let overflow = || Error::invalid(format!("cannot allocate {bytes} bytes: the size overflows"));
         let block = block_size(bytes).ok_or_else(overflow)?;
-        let mut pool = lock(self.pool_cell());
-        let ptr = match pool.alloc(block) {
-            Some(p) => p,
-            None => {
-                let slab = slab_size_for(block).ok_or_else(overflow)?;
-                let slab_bytes = usize::try_from(slab).map_err(|_| overflow())?;
-                // The shield keeps our own capture (and others') valid
-                // across this call.
-                let base = self.shielded(|d| Ok(memory::alloc(d, slab_bytes)?))?;
-                pool.add_slab(base, slab);
-                pool.alloc(block).ok_or_else(|| Error::invalid("capture pool: a fresh slab did not fit its block"))?
-            }
-        };
+        let ptr = self.pool().alloc(block, |block| {
+            let slab = slab_size_for(block).ok_or_else(overflow)?;
+            let slab_bytes = usize::try_from(slab).map_err(|_| overflow())?;
+            // The shield keeps our own capture (and others') valid across
+            // this call.
+            let base = self.shielded(|d| Ok(memory::alloc(d, slab_bytes)?))?;
+            Ok((base, slab))
+        })?;
         Ok(DeviceBuffer { ctx: self.clone(), ptr, size: bytes, origin: Origin::Pool { block } })
     }
 
@@ -122,7 +117,7 @@ impl Context {
             // (null owner); anything else must be this context's (for a
             // green context: the device's primary context, which owns the
             // green context's memory and shares it).
-            if !owner.is_null() && owner != raw && owner != self.memory_owner() {
+            if !owner.is_null() && owner != raw && owner != self.cuda().memory_owner() {
                 return Err(Error::WrongContext(format!(
                     "{ptr:#x} belongs to another CUDA context than this {:?} context's",
                     self.kind()
@@ -202,7 +197,7 @@ impl DeviceBuffer {
             .map_err(|e| Error::invalid(format!("upload: cannot view the source as bytes: {e}")))?;
         let bytes = src.len();
         self.check_len(bytes, "upload")?;
-        self.ctx.ensure_not_capturing("upload")?;
+        self.ctx.capture().refuse_while_recording("upload")?;
         let stream = self.ctx.stream();
         let ptr = self.ptr;
         self.ctx.shielded(|d| {
@@ -242,7 +237,7 @@ impl DeviceBuffer {
     pub fn download<T: bytemuck::AnyBitPattern>(&self, dst: &mut [T]) -> Result<()> {
         let bytes = std::mem::size_of_val(dst);
         self.check_len(bytes, "download")?;
-        self.ctx.ensure_not_capturing("download")?;
+        self.ctx.capture().refuse_while_recording("download")?;
         let stream = self.ctx.stream();
         let ptr = self.ptr;
         let dst = dst.as_mut_ptr();
@@ -285,7 +280,7 @@ impl DeviceBuffer {
             }
         }
         let stream = ctx.stream();
-        ctx.segment_trace().note_other();
+        ctx.recorder().trace().note_other();
         ctx.bound(|d| {
             // SAFETY: the range lies inside the buffer (checked above).
             Ok(unsafe { memory::memset_d8_async(d, ptr, value, len, stream) }?)
@@ -297,7 +292,7 @@ impl Drop for DeviceBuffer {
     fn drop(&mut self) {
         match self.origin {
             Origin::Pool { block } => {
-                lock(self.ctx.pool_cell()).free(self.ptr, block);
+                self.ctx.pool().free(self.ptr, block);
             }
             Origin::Driver => {
                 let ptr = self.ptr;

@@ -53,7 +53,7 @@ pub(crate) struct RawCtx {
     /// A green context's gate (null for other contexts): held while the
     /// library has the context pushed on a thread, since a green context
     /// may be current to one thread at a time. It lives in the
-    /// [`crate::context::ContextInner`] this handle belongs to, which
+    /// [`crate::context::CudaContext`] this handle belongs to, which
     /// outlives every copy of the handle (their owners hold the context).
     pub(crate) gate: *const Gate,
 }

@@ -37,7 +37,7 @@ impl Event {
             ));
         }
         let (e, s) = (self.raw, self.ctx.stream());
-        self.ctx.segment_trace().note_other();
+        self.ctx.recorder().trace().note_other();
         self.ctx.bound(|d| {
             // SAFETY: live event and stream of one context.
             Ok(unsafe { event::record(d, e, s) }?)

@@ -70,7 +70,7 @@ impl GraphExec {
     /// with the executable, or right away when instantiation fails).
     pub(crate) fn instantiate(ctx: &Context, captured: Captured) -> Result<GraphExec> {
         let Captured { graph, nodes, topology } = captured;
-        let raw_ctx = ctx.raw_ctx();
+        let raw_ctx = ctx.cuda().raw();
         let exec = shielded(raw_ctx, |d| {
             // SAFETY: a live graph of the context bound here.
             Ok(unsafe { graph_exec::instantiate(d, graph, 0) }?)
@@ -120,7 +120,7 @@ impl GraphExec {
     /// on error, update through the whole graph instead.
     pub(crate) fn update_children(&self, ops: &Ops) -> Result<usize> {
         match self.built.as_ref() {
-            Some(b) => b.update_children(self.ctx.raw_ctx(), self.exec, ops),
+            Some(b) => b.update_children(self.ctx.cuda().raw(), self.exec, ops),
             None => Err(Error::invalid("not a graph built node by node")),
         }
     }
@@ -130,11 +130,11 @@ impl GraphExec {
     pub(crate) fn update_nodes(&mut self, mut ops: Ops, fit: Fit) -> Result<usize> {
         let exec = self.exec;
         let done = match self.built.as_mut() {
-            Some(b) => b.update(self.ctx.raw_ctx(), exec, &mut ops, fit),
+            Some(b) => b.update(self.ctx.cuda().raw(), exec, &mut ops, fit),
             None => Err(Error::invalid("not a graph built node by node")),
         };
         // The re-recording's list (emptied, or equal ops) serves the next.
-        self.ctx.sink().recycle(ops.list);
+        self.ctx.recorder().sink().recycle(ops.list);
         done
     }
 
@@ -145,7 +145,7 @@ impl GraphExec {
         match self.built.as_mut() {
             Some(b) => {
                 let old = b.replace_ops(ops);
-                self.ctx.sink().recycle(old);
+                self.ctx.recorder().sink().recycle(old);
             }
             None => self.built = Some(BuiltNodes::new(NodeSet::default(), ops)),
         }
@@ -184,7 +184,7 @@ impl GraphExec {
             return Ok(false);
         }
         let (known_old, known_new) = (self.nodes.get().copied(), captured.nodes);
-        let (updated, counts) = shielded(self.ctx.raw_ctx(), |d| {
+        let (updated, counts) = shielded(self.ctx.cuda().raw(), |d| {
             let counts = if known == Some(true) {
                 None
             } else {
@@ -233,7 +233,7 @@ impl GraphExec {
             return Ok(n);
         }
         let source = self.source;
-        let n = shielded(self.ctx.raw_ctx(), |d| node_count(d, source))?;
+        let n = shielded(self.ctx.cuda().raw(), |d| node_count(d, source))?;
         Ok(*self.nodes.get_or_init(|| n))
     }
 
@@ -242,7 +242,7 @@ impl GraphExec {
     /// changes the executable's parameters, not this graph).
     pub(crate) fn debug_dot(&self, path: &CStr) -> Result<()> {
         let source = self.source;
-        shielded(self.ctx.raw_ctx(), |d| {
+        shielded(self.ctx.cuda().raw(), |d| {
             // SAFETY: a live graph; the flags are a valid
             // CUgraphDebugDot_flags value.
             match unsafe { graph::debug_dot_print(d, source, path, CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE) } {
@@ -258,7 +258,7 @@ impl GraphExec {
     /// Launches on `stream` (asynchronous).
     pub(crate) fn launch(&self, stream: CUstream) -> Result<()> {
         let exec = self.exec;
-        shielded(self.ctx.raw_ctx(), |d| {
+        shielded(self.ctx.cuda().raw(), |d| {
             // SAFETY: live executable graph and stream of the same context.
             Ok(unsafe { graph_exec::launch(d, exec, stream) }?)
         })
@@ -268,16 +268,16 @@ impl GraphExec {
 impl Drop for GraphExec {
     fn drop(&mut self) {
         let exec = self.exec;
-        let _ = shielded(self.ctx.raw_ctx(), |d| {
+        let _ = shielded(self.ctx.cuda().raw(), |d| {
             // SAFETY: destroyed once; a launch still in flight completes first
             // (the driver frees it asynchronously).
             Ok(unsafe { graph_exec::destroy(d, exec) }?)
         });
-        destroy_graph(self.ctx.raw_ctx(), self.source);
+        destroy_graph(self.ctx.cuda().raw(), self.source);
         // The ops' list serves the context's next recording (their modules
         // and foreign sections' graphs go now).
         if let Some(b) = self.built.take() {
-            self.ctx.sink().recycle(b.into_list());
+            self.ctx.recorder().sink().recycle(b.into_list());
         }
         // `self.ctx` is released after this, by the field drop.
     }
@@ -514,14 +514,14 @@ impl<L> Graph<L> {
     /// [`Error::CaptureState`] rather than launching its remaining
     /// segments into that capture.
     pub fn replay(&self, live: &L) -> Result<()> {
-        self.ctx.ensure_not_capturing("replay a graph")?;
+        self.ctx.capture().refuse_while_recording("replay a graph")?;
         let stream = self.ctx.stream();
         for piece in &self.pieces {
             match piece {
                 Piece::Segment(Some(exec)) => exec.launch(stream)?,
                 Piece::Segment(None) | Piece::Reuse(_) => {}
                 Piece::Break(f) => {
-                    self.ctx.run_break(|| f(&self.ctx, live))?;
+                    self.ctx.capture().run_break(|| f(&self.ctx, live))?;
                     if self.ctx.is_capturing() {
                         return Err(Error::capture_state(
                             "a capture began on this context (on another thread) while this replay ran a break \

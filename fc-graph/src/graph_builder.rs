@@ -508,7 +508,7 @@ impl GraphBuilder {
 impl Drop for GraphBuilder {
     fn drop(&mut self) {
         if !self.graph.is_null() {
-            destroy_graph(self.ctx.raw_ctx(), self.graph);
+            destroy_graph(self.ctx.cuda().raw(), self.graph);
         }
     }
 }
@@ -543,7 +543,7 @@ impl std::fmt::Debug for BuiltGraph {
 impl BuiltGraph {
     /// Launches on the context's stream (asynchronous).
     pub fn launch(&self) -> Result<()> {
-        self.ctx.ensure_not_capturing("launch a built graph")?;
+        self.ctx.capture().refuse_while_recording("launch a built graph")?;
         let (exec, stream) = (self.exec, self.ctx.stream());
         self.ctx.shielded(|d| {
             // SAFETY: live executable graph and stream of the same context.
@@ -660,6 +660,6 @@ impl Drop for BuiltGraph {
             // SAFETY: destroyed once; a launch in flight completes first.
             Ok(unsafe { graph_exec::destroy(d, exec) }?)
         });
-        destroy_graph(self.ctx.raw_ctx(), self.graph);
+        destroy_graph(self.ctx.cuda().raw(), self.graph);
     }
 }

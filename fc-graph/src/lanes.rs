@@ -31,9 +31,9 @@
 //! ends.
 //! Eagerly, [`Context::synchronize`] on a lane waits for that lane only.
 
+pub use crate::context::streams::MAX_LANES;
 use crate::context::Context;
 use crate::error::{Error, Result};
-pub use crate::lane_streams::MAX_LANES;
 
 impl Context {
     /// This context's lane `i` (0: the context itself; at most
@@ -81,13 +81,13 @@ impl Context {
         if a == b {
             return Ok(());
         }
-        if let Some(l) = self.sink().foreign_lane().filter(|&l| l == a || l == b) {
+        if let Some(l) = self.recorder().sink().foreign_lane().filter(|&l| l == a || l == b) {
             return Err(Error::capture_state(format!(
                 "lane {l} cannot wait or be waited for while a foreign section captures its stream; end the \
                  section first"
             )));
         }
-        if self.records_by_construction() && self.record_wait(a, b) {
+        if self.records_by_construction() && self.recorder().sink().wait(a, b) {
             return Ok(());
         }
         let (_, theirs) = self.lane_handle(b)?;

@@ -49,7 +49,6 @@
 //! (read once) binds before every launch, as on older drivers.
 
 use std::os::raw::c_void;
-use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 
 use cuda_sys::result::kernel;
@@ -148,24 +147,18 @@ impl Context {
     /// user kernels that opted in. Launches already queued or captured keep
     /// what they were launched with. See the [`crate::launch`] module.
     pub fn set_pdl(&self, on: bool) {
-        self.pdl_switch_cell().store(on, Ordering::Relaxed);
+        self.kernels().set_pdl_switch(on);
     }
 
     /// Whether built-in kernels launched on this context now use PDL: the
     /// switch is on, `FC_PDL` allows it, and the device and driver can
     /// (once the built-ins are loaded: their sm_90 variant was loaded).
     pub fn pdl_enabled(&self) -> bool {
-        self.pdl_switch_on()
-            && match self.builtins_use_pdl() {
+        self.kernels().pdl_switch_on()
+            && match self.kernels().builtins_use_pdl() {
                 Some(loaded) => loaded,
                 None => pdl_allowed_on(&self.device()),
             }
-    }
-
-    /// This context's switch (on unless [`Context::set_pdl`] turned it off).
-    #[inline]
-    pub(crate) fn pdl_switch_on(&self) -> bool {
-        self.pdl_switch_cell().load(Ordering::Relaxed)
     }
 }
 
@@ -236,12 +229,12 @@ pub(crate) unsafe fn launch_kernel(
             }
             // The driver wanted the context current after all: bind, retry.
         }
-        let _bind = ContextBinding::bind_raw(d, ctx.raw_ctx())?;
+        let _bind = ContextBinding::bind_raw(d, ctx.cuda().raw())?;
         launch()
     })();
     match launched {
         Ok(()) => {
-            ctx.segment_trace().note_kernel(ex);
+            ctx.recorder().trace().note_kernel(ex);
             Ok(())
         }
         Err(failed) => Err(ctx.failed(failed)),
