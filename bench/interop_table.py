@@ -9,11 +9,11 @@ bench/report.py adds them with `--interop JSONL`; alone:
   python3 bench/interop_table.py bench-interop.jsonl
 """
 
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from jsonrows import json_rows  # noqa: E402
 from numfmt import fmt_num as fmt  # noqa: E402
 
 # (eager row, replay row, what)
@@ -53,15 +53,8 @@ def load(path):
         return rows, ratios, "no file given"
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                line = line.strip()
-                if not line.startswith("{"):
-                    continue
-                try:
-                    obj = json.loads(line)
-                except ValueError:
-                    continue
-                if not isinstance(obj, dict) or "row" not in obj:
+            for _, obj in json_rows(f):
+                if obj is None:
                     continue
                 row = str(obj["row"])
                 for field in RATIO_FIELDS:

@@ -13,11 +13,11 @@ bench/report.py can add it to the report with
 (an `--isolated JSONL` argument, as `--steps`).
 """
 
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from jsonrows import json_rows  # noqa: E402
 from numfmt import fmt_num as fmt  # noqa: E402
 
 METRICS = [
@@ -46,15 +46,8 @@ def load(path):
         return rows, "no file given"
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                line = line.strip()
-                if not line.startswith("{"):
-                    continue
-                try:
-                    obj = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(obj, dict) and "row" in obj:
+            for _, obj in json_rows(f):
+                if obj is not None:
                     rows[str(obj["row"])] = obj
     except OSError as e:
         return rows, str(e)

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Every test: installs dependencies and the CUDA headers for the audit, then
-#   - formatting and clippy;
+#   - formatting, clippy and the API docs (`cargo doc`, warnings denied);
 #   - no raw driver call outside cuda-sys (scripts/check-raw-calls.sh: every
 #     call goes through cuda-sys's checked-call layer, cuda_sys::result);
 #   - the Python tests of the benchmark report (bench/test_*.py, unittest);
 #   - the Rust workspace tests (GPU suites skip visibly without a driver);
 #   - the C ABI's handle table under AddressSanitizer (scripts/asan-handles.sh;
 #     skips visibly without a nightly toolchain);
+#   - Miri over the unit tests (scripts/miri.sh) and loom's models of the
+#     handle table and hazard pointers (scripts/loom.sh);
 #   - the release build of scripts/build.sh (libfcgraph.so/.a and fcgraph);
 #   - the C suite (ctest/run.sh: the engine's seed test, built unmodified,
 #     plus our own C tests) against target/release/libfcgraph.so;
@@ -22,8 +24,8 @@
 # tests count as skipped), the C suites' "N passed, N failed, N skipped"
 # line, unittest's "Ran N tests" / "OK (skipped=N)", the PASS/FAIL/SKIP
 # lines of the check scripts; a section with none of these (fmt, clippy,
-# the build) is one check. A section that exits non-zero counts at least one
-# failure. The last line totals them all:
+# docs, the build) is one check. A section that exits non-zero counts at
+# least one failure. The last line totals them all:
 #   test.sh: N passed, N failed, N skipped
 # Exit status 1 when anything failed.
 set -euo pipefail
@@ -88,10 +90,12 @@ section() {
 section fmt cargo fmt --all -- --check
 section python python3 -m unittest discover -s bench -p 'test_*.py'
 section clippy cargo clippy --workspace --all-targets -q -- -D warnings
+section docs env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q # the API docs, no broken or private links
 section raw-calls scripts/check-raw-calls.sh
 section rust cargo test --workspace --release
 section asan scripts/asan-handles.sh
 section miri scripts/miri.sh # fc-graph and capi unit tests under Miri (installs the component; skips visibly)
+section loom scripts/loom.sh # capi's handle-table and hazard-pointer models under loom (every interleaving)
 section build scripts/build.sh # libfcgraph.so/.a and fcgraph, built as demo.sh and install.sh build them
 section ctest bash ctest/run.sh target/release
 section install bash ctest/install-check.sh

@@ -8,7 +8,7 @@ use std::thread;
 
 use cuda_sys::result::{context, memory, stream};
 use cuda_sys::*;
-use fc_graph::{CaptureMode, Context, Device, DeviceBuffer, Error, Event, Module, Origin};
+use fc_graph::{CaptureMode, Context, Device, DeviceBuffer, Error, Event, Module, Origin, RecordingMode};
 use fc_graph_tests::{
     assert_exact, chain_cpu, download, ensure, fail, rerun_with_env, run_gpu_tests, upload, GpuTest, Rng,
 };
@@ -418,6 +418,11 @@ fn recapture_topology_changes_never_reach_the_driver() -> TestResult {
 /// driver must refuse it, or this test proves nothing.
 fn shield_against_foreign_global_capture() -> TestResult {
     let foreign = Context::new(0).map_err(fail)?;
+    // The foreign library's GLOBAL capture is a stream capture, as
+    // PyTorch's is: this context captures its stream rather than building
+    // (a built recording puts no stream in capture mode, so it would
+    // refuse nothing and the control below would prove nothing).
+    foreign.set_recording_mode(RecordingMode::Capture);
     let (fx, fy) =
         (upload(&foreign, &vec![2.0f32; N]).map_err(fail)?, upload(&foreign, &vec![3.0f32; N]).map_err(fail)?);
     let fz = foreign.alloc(N * 4).map_err(fail)?;

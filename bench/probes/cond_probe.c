@@ -31,22 +31,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "probe_check.h"
+
 #define N 4096u
-
-static const char *ename(CUresult r) {
-    const char *s = NULL;
-    cuGetErrorName(r, &s);
-    return s ? s : "?";
-}
-
-#define CK(x)                                                                                  \
-    do {                                                                                       \
-        CUresult r_ = (x);                                                                     \
-        if (r_ != CUDA_SUCCESS) {                                                              \
-            fprintf(stderr, "FATAL %s:%d %s -> %s\n", __FILE__, __LINE__, #x, ename(r_));      \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
 
 static double now_us(void) {
     struct timespec ts;

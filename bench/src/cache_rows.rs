@@ -19,7 +19,12 @@ use fc_graph::{Error, Result};
 
 use serde_json::json;
 
-use crate::{emit_row_with, no_extra, percentile, print_row, us_since, Chain, MULTI_GPU_KERNELS};
+use fc_bench::chain::Chain;
+use fc_bench::stats::{no_extra, us_since, Summary};
+
+use crate::multi_gpu::MULTI_GPU_KERNELS;
+use crate::print::{emit_row_with, print_row};
+use crate::Check;
 
 /// Goal of issue 10: a hit costs at most this much more than a bare launch.
 const HIT_OVERHEAD_GOAL_US: f64 = 0.2;
@@ -67,17 +72,8 @@ pub(crate) fn bench_cache_hit(c: &Chain, warmup: usize, iters: usize) -> Result<
     let stats = cache.stats()?;
     emit_row_with("cache_hit_host", k, &mut hit, json!({"hits": stats.hits, "misses": stats.misses}));
     emit_row_with("graph_launch_host_paired", k, &mut bare, no_extra());
-    diff.sort_by(f64::total_cmp);
-    let med = percentile(&diff, 0.5);
-    let verdict = if med <= HIT_OVERHEAD_GOAL_US { "met" } else { "missed" };
-    print_row(
-        "cache_hit_overhead_us",
-        k,
-        med,
-        percentile(&diff, 0.1),
-        percentile(&diff, 0.9),
-        diff.len(),
-        json!({"goal_us": HIT_OVERHEAD_GOAL_US, "goal": verdict}),
-    );
+    let s = Summary::of(&mut diff);
+    let verdict = if s.median <= HIT_OVERHEAD_GOAL_US { "met" } else { "missed" };
+    print_row("cache_hit_overhead_us", k, &s, json!({"goal_us": HIT_OVERHEAD_GOAL_US, "goal": verdict}));
     Ok(())
 }

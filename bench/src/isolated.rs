@@ -38,89 +38,43 @@
 //! (against the one-context row of the same kind; mixed against primary).
 //! `bench/isolated_table.py` turns the rows into a markdown table.
 
-use std::sync::Barrier;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use fc_graph::{CaptureMode, Context, DeviceBuffer, Error, Graph, Isolation, IsolationRequest, Result};
-
+use fc_bench::chain::Chain;
+use fc_bench::rates::per_second_at_once;
+use fc_bench::stats::{build_kind, round, us_since, Summary, IMPL};
+use fc_graph::{Context, Error, Graph, Isolation, IsolationRequest, Result};
 use serde_json::json;
 
-use crate::{build_kind, emit_row_with, round, us_since, Args, IMPL};
+use crate::print::emit_row_with;
+use crate::Args;
 
 /// Kernels of the timed chain (the seed's layer: 13 add/mul pairs).
 const K: usize = 26;
 /// Default timed iterations per row (each alternates both contexts).
 const ITERS: usize = 300;
 
-/// One context with the chain's buffers.
-struct Rig {
-    ctx: Context,
-    x: DeviceBuffer,
-    y: DeviceBuffer,
-    z: DeviceBuffer,
-    n: usize,
+/// What an isolated or primary context got, for the human lines.
+fn kind(c: &Chain) -> &'static str {
+    match c.ctx.isolation() {
+        Isolation::None => "primary",
+        Isolation::Green => "isolated (green)",
+        Isolation::Private => "isolated (private)",
+    }
 }
 
-impl Rig {
-    fn new(ctx: Context, n: usize) -> Result<Rig> {
-        let bytes = n * std::mem::size_of::<f32>();
-        let (x, y, z) = (ctx.alloc(bytes)?, ctx.alloc(bytes)?, ctx.alloc(bytes)?);
-        let rig = Rig { ctx, x, y, z, n };
-        rig.reset()?;
-        Ok(rig)
+/// After one chain of `k` kernels from `reset()`, x == k/2 everywhere (an
+/// error naming the context's kind otherwise).
+fn check(c: &Chain, k: usize, what: &str) -> Result<()> {
+    let want = (k / 2) as f32;
+    if let Some((i, v)) = c.x_mismatch(want)? {
+        return Err(Error::InvalidArgument(format!(
+            "wrong result after {what} on the {} context, K={k}: x[{i}] = {v}, want {want}",
+            kind(c)
+        )));
     }
-
-    fn kind(&self) -> &'static str {
-        match self.ctx.isolation() {
-            Isolation::None => "primary",
-            Isolation::Green => "isolated (green)",
-            Isolation::Private => "isolated (private)",
-        }
-    }
-
-    #[inline]
-    fn enqueue(&self, k: usize) -> Result<()> {
-        for i in 0..k {
-            if i & 1 == 0 {
-                self.ctx.add(&self.x, &self.y, &self.z, self.n)?;
-            } else {
-                self.ctx.mul(&self.z, &self.y, &self.x, self.n)?;
-            }
-        }
-        Ok(())
-    }
-
-    #[inline]
-    fn capture(&self, k: usize) -> Result<Graph<()>> {
-        let cap = self.ctx.begin_capture(CaptureMode::ThreadLocal)?;
-        self.enqueue(k)?;
-        cap.end()
-    }
-
-    /// x = 0, y = 1, z = 0.
-    fn reset(&self) -> Result<()> {
-        self.ctx.synchronize()?;
-        self.x.upload(&vec![0.0f32; self.n])?;
-        self.y.upload(&vec![1.0f32; self.n])?;
-        self.z.upload(&vec![0.0f32; self.n])
-    }
-
-    /// After one chain of `k` kernels from `reset()`, x == k/2 everywhere.
-    fn check(&self, k: usize, what: &str) -> Result<()> {
-        self.ctx.synchronize()?;
-        let mut h = vec![0.0f32; self.n];
-        self.x.download(&mut h)?;
-        let want = (k / 2) as f32;
-        if let Some(i) = h.iter().position(|&v| v != want) {
-            return Err(Error::InvalidArgument(format!(
-                "wrong result after {what} on the {} context, K={k}: x[{i}] = {}, want {want}",
-                self.kind(),
-                h[i]
-            )));
-        }
-        eprintln!("[fc] check {what} K={k} on the {} context: ok (x == {want})", self.kind());
-        Ok(())
-    }
+    eprintln!("[fc] check {what} K={k} on the {} context: ok (x == {want})", kind(c));
+    Ok(())
 }
 
 /// Runs `f(0)` and `f(1)` once per iteration, alternating which goes first,
@@ -144,50 +98,26 @@ fn paired(warmup: usize, iters: usize, mut f: impl FnMut(usize) -> Result<f64>) 
 /// Prints the primary and the isolated row of one metric.
 fn emit_pair(metric: &str, isolation: Isolation, [mut primary, mut isolated]: [Vec<f64>; 2]) {
     let p = emit_row_with(&format!("ctx_{metric}_primary"), K, &mut primary, json!({"context": "primary"}));
-    isolated.sort_by(f64::total_cmp);
-    let i = crate::percentile(&isolated, 0.5);
+    let i = Summary::of(&mut isolated).median;
     let extra = json!({"context": "isolated", "isolation": isolation.to_string(), "primary_median_us": round(p, 3),
                        "ratio_vs_primary": round(i / p, 3)});
     emit_row_with(&format!("ctx_{metric}_isolated"), K, &mut isolated, extra);
 }
 
-/// Graph launches + syncs per second, one thread per rig, all at once for
-/// `secs` (each thread captures its own graph first and checks it).
-fn replays_per_s(rigs: &[&Rig], secs: f64) -> Result<Vec<f64>> {
-    let barrier = Barrier::new(rigs.len());
-    let limit = Duration::from_secs_f64(secs);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = rigs
-            .iter()
-            .map(|&rig| {
-                let barrier = &barrier;
-                s.spawn(move || -> Result<f64> {
-                    let warm = (|| -> Result<Graph<()>> {
-                        let g = rig.capture(K)?;
-                        for _ in 0..5 {
-                            g.launch()?;
-                            rig.ctx.synchronize()?;
-                        }
-                        Ok(g)
-                    })();
-                    barrier.wait(); // always reached, so no peer waits forever
-                    let g = warm?;
-                    let t0 = Instant::now();
-                    let mut count = 0u64;
-                    let elapsed = loop {
-                        g.launch()?;
-                        rig.ctx.synchronize()?;
-                        count += 1;
-                        let e = t0.elapsed();
-                        if e >= limit {
-                            break e;
-                        }
-                    };
-                    Ok(count as f64 / elapsed.as_secs_f64())
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+/// Graph launches + syncs per second, one thread per chain, all at once
+/// for `secs` (each thread captures its own graph first and warms it up).
+fn replays_per_s(chains: &[&Chain], secs: f64) -> Result<Vec<f64>> {
+    let warm = |c: &Chain| -> Result<Graph<()>> {
+        let g = c.capture(K)?;
+        for _ in 0..5 {
+            g.launch()?;
+            c.ctx.synchronize()?;
+        }
+        Ok(g)
+    };
+    per_second_at_once(chains, secs, warm, |c, g| {
+        g.launch()?;
+        c.ctx.synchronize()
     })
 }
 
@@ -232,11 +162,11 @@ fn emit_replays(row: &str, per: &[f64], cmp: Compare, kinds: &str, secs: f64) ->
 
 /// Device memory a context takes: free memory before and after creating
 /// it with `make`, its stream, built-ins and buffers (one row).
-fn footprint(row: &str, before: &Rig, n: usize, make: impl FnOnce() -> Result<Context>) -> Result<Rig> {
+fn footprint(row: &str, before: &Chain, n: usize, make: impl FnOnce() -> Result<Context>) -> Result<Chain> {
     before.enqueue(2)?;
     before.ctx.synchronize()?;
     let (free_before, total) = before.ctx.mem_info()?;
-    let rig = Rig::new(make()?, n)?;
+    let rig = Chain::new(make()?, n)?;
     rig.enqueue(2)?;
     rig.ctx.synchronize()?;
     let (free_after, _) = rig.ctx.mem_info()?;
@@ -247,7 +177,7 @@ fn footprint(row: &str, before: &Rig, n: usize, make: impl FnOnce() -> Result<Co
                "mib": round(bytes as f64 / (1u64 << 20) as f64, 1), "buffer_bytes": 3 * n * std::mem::size_of::<f32>(),
                "device_total_bytes": total, "isolation": rig.ctx.isolation().to_string(), "build": build_kind()})
     );
-    eprintln!("[fc] {} context footprint: {:.1} MiB of device memory", rig.kind(), bytes as f64 / (1u64 << 20) as f64);
+    eprintln!("[fc] {} context footprint: {:.1} MiB of device memory", kind(&rig), bytes as f64 / (1u64 << 20) as f64);
     Ok(rig)
 }
 
@@ -259,7 +189,7 @@ pub(crate) fn bench_isolated(args: &Args) -> Result<()> {
 
     // Footprint of an isolated context: device-wide free memory before and
     // after creating it with its stream, built-ins and buffers.
-    let primary = Rig::new(Context::new(dev)?, n)?;
+    let primary = Chain::new(Context::new(dev)?, n)?;
     let isolated = footprint("ctx_isolated_memory_bytes", &primary, n, || Context::isolated(dev))?;
     let iso_kind = isolated.ctx.isolation();
 
@@ -267,7 +197,7 @@ pub(crate) fn bench_isolated(args: &Args) -> Result<()> {
     for rig in rigs {
         rig.reset()?;
         rig.enqueue(K)?;
-        rig.check(K, "eager")?;
+        check(rig, K, "eager")?;
     }
 
     // Eager enqueue, per kernel (host time of the enqueues; sync untimed).
@@ -285,7 +215,7 @@ pub(crate) fn bench_isolated(args: &Args) -> Result<()> {
     for (rig, g) in rigs.iter().zip(&graphs) {
         rig.reset()?;
         g.launch()?;
-        rig.check(K, "graph")?;
+        check(rig, K, "graph")?;
     }
     let launch = paired(warmup, iters, |j| {
         let t0 = Instant::now();
@@ -307,8 +237,8 @@ pub(crate) fn bench_isolated(args: &Args) -> Result<()> {
     emit_pair("capture_instantiate", iso_kind, capture);
 
     // Two contexts' work on one GPU.
-    let primary2 = Rig::new(Context::new(dev)?, n)?;
-    let isolated2 = Rig::new(Context::isolated(dev)?, n)?;
+    let primary2 = Chain::new(Context::new(dev)?, n)?;
+    let isolated2 = Chain::new(Context::isolated(dev)?, n)?;
     let iso = Some(iso_kind);
     let one_p = replays_per_s(&[&primary], secs)?[0];
     emit_replays("ctx_replays_per_s_1ctx_primary", &[one_p], Compare::default(), "primary", secs);
@@ -331,7 +261,7 @@ pub(crate) fn bench_isolated(args: &Args) -> Result<()> {
         footprint("ctx_private_memory_bytes", &primary, n, || Context::isolated_with(dev, IsolationRequest::Private))?;
     private.reset()?;
     private.enqueue(K)?;
-    private.check(K, "eager")?;
+    check(&private, K, "eager")?;
     let pv = Some(Isolation::Private);
     let one_v = replays_per_s(&[&private], secs)?[0];
     let c = Compare { isolation: pv, ..Compare::default() };
@@ -344,7 +274,7 @@ pub(crate) fn bench_isolated(args: &Args) -> Result<()> {
     for rig in [&primary, &isolated, &primary2, &isolated2, &private] {
         rig.reset()?;
         rig.enqueue(K)?;
-        rig.check(K, "final eager")?;
+        check(rig, K, "final eager")?;
     }
     Ok(())
 }

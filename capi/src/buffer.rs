@@ -15,6 +15,7 @@ use super::{handle_or_null, release, status, value};
 handle_kind!(DeviceBuffer => fc_buffer, "fc_buffer");
 
 /// The buffer behind `buf`, named `what` in messages.
+#[inline]
 pub(crate) fn buffer(buf: *const fc_buffer, what: &str) -> Result<Live<DeviceBuffer>> {
     handles::get::<DeviceBuffer>(buf, what)
 }

@@ -13,6 +13,7 @@ use super::{handle_or_null, release, status, value};
 handle_kind!(CContext => fc_cuda_ctx, "fc_cuda_ctx");
 
 /// The context behind `ctx`.
+#[inline]
 pub(crate) fn ctx(h: *const fc_cuda_ctx) -> Result<Live<CContext>> {
     handles::get::<CContext>(h, "ctx")
 }

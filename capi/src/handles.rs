@@ -19,34 +19,50 @@
 //! cycles a second of one CPU, 300 years.
 //!
 //! A slot holds a pointer to its entry. A lookup protects the entry with a
-//! hazard pointer (module `hazard`: one store, one fence and one load on
-//! this thread's own record, no shared counter), so an object freed by one
-//! thread while another is inside a call on it lives until that call lets
-//! go of it, and is destroyed at the end of the next C call that finds it
-//! unprotected (normally that very call). A free takes the entry out with
-//! a compare-and-swap, so of two racing frees exactly one succeeds.
+//! hazard pointer (module `hazard`: one store, one light fence and one
+//! load on this thread's own record, no shared counter), so an object
+//! freed by one thread while another is inside a call on it lives until
+//! that call lets go of it, and is destroyed at the end of the next C call
+//! that finds it unprotected (normally that very call). A free takes the
+//! entry out with a compare-and-swap, so of two racing frees exactly one
+//! succeeds.
+//!
+//! Orderings: an insert writes the entry (object and generation), then
+//! stores its pointer into the slot with release; a lookup's confirming
+//! load is an acquire load, so what it confirms is initialised. A lookup
+//! resolves a handle only if the entry it confirmed carries the handle's
+//! generation: an entry's generation never changes, and a slot's next
+//! occupant gets the next generation (written under the `free` lock,
+//! before the index is free again), so a stale handle never resolves to
+//! the slot's new object, whatever the interleaving. A segment of slots
+//! is published by a release store (under the `free` lock) before any
+//! index in it is handed out, and read with acquire loads.
+//!
+//! Checked by Miri and AddressSanitizer (the tests below) and by loom
+//! (`scripts/loom.sh`: the models at the end of this module).
 //!
 //! Cost: `fc-bench --steps`, row `handle_check` (an export's whole C-ABI
-//! overhead against the Rust call it wraps).
+//! overhead against the Rust call it wraps); `tests::lookup_cost` times the
+//! same shape of call without a GPU.
 
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
 
 use super::error::{Error, Result};
 use super::hazard::{self, Hazard};
+use super::sync::{AtomicPtr, AtomicU64, Mutex, Ordering};
 
-/// Slots per segment (segments are allocated on first use).
-const SEGMENT: usize = 1024;
-/// Segments per table: up to `SEGMENT * SEGMENTS` (1 Mi) live handles per kind.
-const SEGMENTS: usize = 1024;
+/// Slots per segment (segments are allocated on first use); 2 under loom.
+const SEGMENT: usize = if cfg!(loom) { 2 } else { 1024 };
+/// Segments per table: up to `SEGMENT * SEGMENTS` (1 Mi) live handles per
+/// kind; 2 under loom (4 handles: a model's tables are small).
+const SEGMENTS: usize = if cfg!(loom) { 2 } else { 1024 };
 const INDEX_BITS: u32 = 20;
 const INDEX_MASK: u64 = (1 << INDEX_BITS) - 1;
 /// Where the generation starts in a handle value (after the tag and index).
 const GEN_SHIFT: u32 = 8 + INDEX_BITS;
 /// The largest generation (36 bits); a slot that reaches it is retired.
 const GEN_MAX: u64 = u64::MAX >> GEN_SHIFT;
-const _: () = assert!(SEGMENT * SEGMENTS == 1 << INDEX_BITS);
+const _: () = assert!(SEGMENT * SEGMENTS == 1 << INDEX_BITS || cfg!(loom));
 const _: () = assert!(usize::BITS == 64, "handles are 64-bit values");
 
 /// One kind of handle: the C type it is exposed as, its tag and its table.
@@ -161,9 +177,15 @@ impl<T: Send + Sync + 'static> Drop for Removed<T> {
     }
 }
 
+/// `SEGMENT` slots, allocated together.
+type Segment<T> = [Slot<T>; SEGMENT];
+
 /// The objects of one kind.
 pub(crate) struct Table<T> {
-    segments: [OnceLock<Box<[Slot<T>]>>; SEGMENTS],
+    /// Each segment NULL until its first slot is taken, then a leaked box,
+    /// never changed or freed: stored (release) under the `free` lock by
+    /// the insert that takes its first slot, before any handle names it.
+    segments: [AtomicPtr<Segment<T>>; SEGMENTS],
     free: Mutex<Free>,
 }
 
@@ -178,9 +200,19 @@ struct Free {
 }
 
 impl<T> Table<T> {
+    #[cfg(not(loom))]
     pub(crate) const fn new() -> Table<T> {
         Table {
-            segments: [const { OnceLock::new() }; SEGMENTS],
+            segments: [const { AtomicPtr::new(ptr::null_mut()) }; SEGMENTS],
+            free: Mutex::new(Free { list: Vec::new(), next: 0, retired: 0 }),
+        }
+    }
+
+    /// Under loom: the same, made at run time (loom's atomics are not const).
+    #[cfg(loom)]
+    pub(crate) fn new() -> Table<T> {
+        Table {
+            segments: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
             free: Mutex::new(Free { list: Vec::new(), next: 0, retired: 0 }),
         }
     }
@@ -193,26 +225,37 @@ impl<T> Table<T> {
 
     /// Tests: sets the generation the next occupant of the free slot
     /// `index` gets (to force a slot to the end of its generations).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     fn set_next_generation(&self, index: u32, generation: u64) {
         let free = self.free.lock().unwrap_or_else(|p| p.into_inner());
         assert!(free.list.contains(&index), "slot {index} is not free");
         self.slot(index).expect("a used slot").generation.store(generation, Ordering::Release);
     }
 
+    /// The slot `index` names, if its segment was made (an index of a
+    /// handle value is below `SEGMENT * SEGMENTS`, so neither index below
+    /// needs a bounds check outside loom).
+    #[inline]
     fn slot(&self, index: u32) -> Option<&Slot<T>> {
         let (seg, off) = (index as usize / SEGMENT, index as usize % SEGMENT);
-        self.segments.get(seg)?.get().map(|s| &s[off])
+        // Acquire: pairs with the release store that published the segment.
+        let segment = self.segments.get(seg)?.load(Ordering::Acquire);
+        // SAFETY: NULL or a leaked box, never freed (see `segments`).
+        unsafe { segment.as_ref() }.map(|s| &s[off])
     }
 
-    fn slot_or_init(&self, index: u32) -> &Slot<T> {
+    /// Makes the segment of `index` when it starts one: `index` is the
+    /// first never-used index, taken under the `free` lock, which the
+    /// caller holds (`_locked`), so one thread makes each segment.
+    fn make_segment(&self, index: u32, _locked: &mut Free) {
         let (seg, off) = (index as usize / SEGMENT, index as usize % SEGMENT);
-        let segment = self.segments[seg].get_or_init(|| {
-            (0..SEGMENT)
-                .map(|_| Slot { current: AtomicPtr::new(ptr::null_mut()), generation: AtomicU64::new(1) })
-                .collect()
-        });
-        &segment[off]
+        if off == 0 {
+            let segment: Box<Segment<T>> = Box::new(std::array::from_fn(|_| Slot {
+                current: AtomicPtr::new(ptr::null_mut()),
+                generation: AtomicU64::new(1),
+            }));
+            self.segments[seg].store(Box::into_raw(segment), Ordering::Release);
+        }
     }
 }
 
@@ -241,8 +284,10 @@ pub(crate) fn insert<K: Kind>(object: K) -> Result<*mut K::C> {
         match free.list.pop() {
             Some(i) => i,
             None if (free.next as usize) < SEGMENT * SEGMENTS => {
+                let index = free.next;
+                table.make_segment(index, &mut free);
                 free.next += 1;
-                free.next - 1
+                index
             }
             None => {
                 return Err(Error::invalid(format!(
@@ -255,7 +300,7 @@ pub(crate) fn insert<K: Kind>(object: K) -> Result<*mut K::C> {
     };
     // The index came off the free list (or is new): no other thread stores
     // into this slot until it is freed again.
-    let slot = table.slot_or_init(index);
+    let Some(slot) = table.slot(index) else { unreachable!("the segment of a used index is made") };
     let generation = slot.generation.load(Ordering::Acquire);
     let entry = Box::into_raw(Box::new(Entry { generation, object }));
     slot.current.store(entry, Ordering::Release);
@@ -288,12 +333,13 @@ pub(crate) fn get<K: Kind>(h: *const K::C, what: &str) -> Result<Live<K>> {
 }
 
 /// The hot path of [`get`]: no error is built here (errors are large, and
-/// every call of the C ABI goes through this).
-#[inline]
+/// every call of the C ABI goes through this). Always inlined: returned
+/// through memory, a `Live` costs more than the lookup's own work.
+#[inline(always)]
 fn lookup<K: Kind>(raw: usize) -> Option<Live<K>> {
-    let announced = announce_raw::<K>(raw);
+    let (slot, hazard, seen) = announce_slot::<K>(raw)?;
     hazard::fence();
-    announced.confirm_live()
+    confirm_entry(raw, slot, hazard, seen)
 }
 
 /// A handle whose entry this thread has announced as in use, not yet
@@ -314,15 +360,34 @@ pub(crate) fn announce<K: Kind>(h: *const K::C) -> Announced<K> {
 
 #[inline]
 fn announce_raw<K: Kind>(raw: usize) -> Announced<K> {
+    Announced { raw, seen: announce_slot(raw) }
+}
+
+/// The slot `raw` names (None: no slot of this kind, NULL included), a
+/// hazard announcing the entry it holds, and that entry (step H1 of
+/// `hazard`'s argument).
+#[inline(always)]
+fn announce_slot<K: Kind>(raw: usize) -> Option<(&'static Slot<K>, Hazard, *mut Entry<K>)> {
     let (_, index, tag) = decode(raw);
-    let slot = if tag == K::TAG { K::table().slot(index) } else { None }; // NULL's tag is 0
-    let seen = slot.map(|slot| {
-        let hazard = Hazard::new();
-        let p = slot.current.load(Ordering::Relaxed);
-        hazard.announce(p);
-        (slot, hazard, p)
-    });
-    Announced { raw, seen }
+    if tag != K::TAG {
+        return None; // NULL's tag is 0
+    }
+    let slot = K::table().slot(index)?;
+    let hazard = Hazard::new();
+    let p = slot.current.load(Ordering::Relaxed);
+    hazard.announce(p);
+    Some((slot, hazard, p))
+}
+
+/// After the fence: the live entry `raw` names, if the slot still holds
+/// the entry `seen` announced (or one confirmed after it) and that entry's
+/// generation is the handle's.
+#[inline(always)]
+fn confirm_entry<K: Kind>(raw: usize, slot: &Slot<K>, hazard: Hazard, seen: *mut Entry<K>) -> Option<Live<K>> {
+    let entry = NonNull::new(hazard.confirm(&slot.current, seen))?;
+    let (generation, _, _) = decode(raw);
+    // SAFETY: the hazard protects the entry; its generation never changes.
+    (unsafe { entry.as_ref() }.generation == generation).then_some(Live { entry, _hazard: hazard })
 }
 
 impl<K: Kind> Announced<K> {
@@ -337,10 +402,7 @@ impl<K: Kind> Announced<K> {
     #[inline]
     fn confirm_live(self) -> Option<Live<K>> {
         let (slot, hazard, seen) = self.seen?;
-        let entry = NonNull::new(hazard.confirm(&slot.current, seen))?;
-        let (generation, _, _) = decode(self.raw);
-        // SAFETY: the hazard protects the entry; its generation never changes.
-        (unsafe { entry.as_ref() }.generation == generation).then_some(Live { entry, _hazard: hazard })
+        confirm_entry(self.raw, slot, hazard, seen)
     }
 }
 
@@ -412,15 +474,19 @@ macro_rules! handle_kind {
             const TAG: u8 = $crate::handles::tag_of($name);
             const NAME: &'static str = $name;
             fn table() -> &'static $crate::handles::Table<Self> {
-                static TABLE: $crate::handles::Table<$t> = $crate::handles::Table::new();
-                &TABLE
+                $crate::sync::global! {
+                    fn table() -> &'static $crate::handles::Table<$t> {
+                        $crate::handles::Table::new()
+                    }
+                }
+                table()
             }
         }
     };
 }
 pub(crate) use handle_kind;
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use std::sync::Arc;
@@ -739,21 +805,34 @@ mod tests {
         }
     }
 
+    /// An export shaped like `fc_buffer_size` (`value` over a lookup
+    /// wrapper like `buffer::buffer`), for [`lookup_cost`] and instruction
+    /// counts (`valgrind --tool=callgrind --toggle-collect='*probe_export*'`).
+    #[inline(never)]
+    extern "C" fn probe_export(h: *const CA) -> u32 {
+        crate::value(0, || Ok(probe_get(h, "a")?.0))
+    }
+
+    fn probe_get(h: *const CA, what: &str) -> Result<Live<A>> {
+        get::<A>(h, what)
+    }
+
     /// CPU cost of one checked lookup as the C ABI makes it (`value`:
     /// catch_unwind, lookup, deref, release, `after_call`), in ns per call:
-    /// `cargo test --release -p fcgraph-capi --lib lookup_cost -- --ignored --nocapture`.
+    /// `cargo test --release -p fcgraph-capi --lib lookup_cost -- --ignored --nocapture`
+    /// (`LOOKUP_COST_BLOCKS=N`: blocks of 100,000 calls, 50 by default).
     #[test]
     #[ignore = "a microbenchmark: run it on purpose, in release"]
     fn lookup_cost() {
         let h = insert(A(7)).unwrap();
         const BATCH: usize = 100_000;
+        let blocks_run = std::env::var("LOOKUP_COST_BLOCKS").ok().and_then(|n| n.parse().ok()).unwrap_or(50);
         let mut best = f64::MAX;
         let mut blocks = Vec::new();
-        for _ in 0..50 {
+        for _ in 0..blocks_run {
             let t0 = std::time::Instant::now();
             for _ in 0..BATCH {
-                let h = std::hint::black_box(h);
-                std::hint::black_box(crate::value(0, || Ok(get::<A>(h, "a")?.0)));
+                std::hint::black_box(probe_export(std::hint::black_box(h)));
             }
             let ns = t0.elapsed().as_nanos() as f64 / BATCH as f64;
             best = best.min(ns);
@@ -782,5 +861,110 @@ mod tests {
         for t in threads {
             t.join().unwrap();
         }
+    }
+}
+
+/// Loom models of the table (`scripts/loom.sh`): a lookup racing a free
+/// and the slot's reuse, and two frees racing, over every interleaving of
+/// the real code (tables of 4 slots under loom). An object's value is a
+/// loom cell that its `Drop` overwrites: loom reports a read not ordered
+/// before that write.
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use crate::sync::model;
+    use loom::cell::UnsafeCell;
+
+    const DESTROYED: u64 = u64::MAX;
+
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+    /// How many objects the current execution of each model destroyed (a
+    /// model's executions run one after another; each resets its count).
+    static DROPS_REUSE: AtomicUsize = AtomicUsize::new(0);
+    static DROPS_RACING: AtomicUsize = AtomicUsize::new(0);
+
+    /// A value, and its model's count of destroyed objects.
+    struct Object(UnsafeCell<u64>, &'static AtomicUsize);
+
+    // SAFETY: shared references only read the cell; `Drop` (with `&mut`)
+    // writes it, and loom checks that every read is ordered before that.
+    unsafe impl Sync for Object {}
+
+    impl Object {
+        fn value(&self) -> u64 {
+            // SAFETY: the read loom checks.
+            self.0.with(|v| unsafe { *v })
+        }
+    }
+
+    impl Drop for Object {
+        fn drop(&mut self) {
+            self.0.with_mut(|v| {
+                // SAFETY: the write loom checks against every read.
+                let v = unsafe { &mut *v };
+                assert_ne!(*v, DESTROYED, "an object was destroyed twice");
+                *v = DESTROYED;
+            });
+            self.1.fetch_add(1, Relaxed);
+        }
+    }
+
+    enum CObject {}
+    handle_kind!(Object => CObject, "fc_module");
+
+    fn handle(raw: usize) -> *mut CObject {
+        as_handle(raw)
+    }
+
+    /// A reader looks up the first handle while the main thread frees it
+    /// and inserts a second object, which takes the same slot with the next
+    /// generation: the stale handle resolves to the first object (alive) or
+    /// to nothing, never to the second.
+    #[test]
+    fn loom_handles_lookup_free_reuse() {
+        model("handles lookup/free/reuse", None, || {
+            DROPS_REUSE.store(0, Relaxed);
+            let first = insert(Object(UnsafeCell::new(1), &DROPS_REUSE)).expect("insert") as usize;
+            let reader = loom::thread::spawn(move || {
+                match get::<Object>(handle(first), "h") {
+                    Ok(live) => assert_eq!(live.value(), 1, "a stale handle resolved to another object"),
+                    Err(e) => assert!(e.to_string().contains("already freed"), "{e}"),
+                }
+                after_call();
+            });
+            drop(remove::<Object>(handle(first), "h").expect("the first free"));
+            let second = insert(Object(UnsafeCell::new(2), &DROPS_REUSE)).expect("insert") as usize;
+            assert_eq!(decode(second).1, decode(first).1, "the slot is reused");
+            assert_ne!(second, first, "with the next generation");
+            after_call();
+            reader.join().expect("the reader");
+            assert!(get::<Object>(handle(first), "h").is_err(), "the stale handle stays dead");
+            assert_eq!(get::<Object>(handle(second), "h").expect("the live handle").value(), 2);
+            drop(remove::<Object>(handle(second), "h").expect("the second free"));
+            after_call();
+            assert_eq!(DROPS_REUSE.load(Relaxed), 2, "each object destroyed once");
+        });
+    }
+
+    /// Two threads free the same handle: exactly one succeeds, and the
+    /// object is destroyed once, after the loser's lookup let go of it.
+    #[test]
+    fn loom_handles_racing_frees() {
+        model("handles racing frees", None, || {
+            DROPS_RACING.store(0, Relaxed);
+            let h = insert(Object(UnsafeCell::new(3), &DROPS_RACING)).expect("insert") as usize;
+            let other = loom::thread::spawn(move || {
+                let won = remove::<Object>(handle(h), "h").map(|o| assert_eq!(o.value(), 3)).is_ok();
+                after_call();
+                won
+            });
+            let won = remove::<Object>(handle(h), "h").map(|o| assert_eq!(o.value(), 3)).is_ok();
+            after_call();
+            let other_won = other.join().expect("the other free");
+            assert!(won != other_won, "exactly one free succeeds");
+            after_call();
+            assert_eq!(DROPS_RACING.load(Relaxed), 1, "destroyed once");
+        });
     }
 }

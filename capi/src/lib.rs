@@ -17,6 +17,7 @@ mod buffer;
 mod cache;
 mod context;
 mod error;
+mod fences;
 mod graph;
 pub(crate) mod handles;
 mod hazard;
@@ -25,6 +26,7 @@ mod info;
 mod kernel;
 mod last_error;
 mod recording;
+mod sync;
 
 pub use buckets::*;
 pub use buffer::*;
@@ -100,23 +102,42 @@ fn fail(e: &Error) -> c_int {
     code
 }
 
-/// Runs `f` (an export's body) and then `handles::after_call`, which may
-/// destroy an object freed while `f` or another call held it.
+/// [`fail`] for an export's own error, which it consumes: out of line, so
+/// that an export's success path carries no error value (an [`Error`] is
+/// several words; passed on, it costs copies on every call).
+#[cold]
+#[inline(never)]
+fn failed(e: Error) -> c_int {
+    fail(&e)
+}
+
+/// Runs `f` (an export's body), records its error if it fails, and then
+/// runs `handles::after_call`, which may destroy an object freed while `f`
+/// or another call held it. Ok: `f`'s result or the recorded error's code;
+/// Err: a panic, caught.
 #[inline]
-fn call<T>(f: impl FnOnce() -> Result<T>) -> std::thread::Result<Result<T>> {
+fn call<T>(f: impl FnOnce() -> Result<T>) -> std::thread::Result<Result<T, c_int>> {
     catch_unwind(AssertUnwindSafe(|| {
-        let r = f();
+        let r = f().map_err(failed);
         handles::after_call();
         r
     }))
 }
 
+/// A caught panic: recorded as FC_ERR_INTERNAL, whose code it returns.
+#[cold]
+#[inline(never)]
+fn panicked(p: Box<dyn std::any::Any + Send>) -> c_int {
+    fail(&panic_error(p))
+}
+
 /// Runs `f`, returning FC_OK or the recorded error's code.
+#[inline]
 pub(crate) fn status(f: impl FnOnce() -> Result<()>) -> c_int {
     match call(f) {
         Ok(Ok(())) => 0,
-        Ok(Err(e)) => fail(&e),
-        Err(p) => fail(&panic_error(p)),
+        Ok(Err(code)) => code,
+        Err(p) => panicked(p),
     }
 }
 
@@ -125,12 +146,9 @@ pub(crate) fn status(f: impl FnOnce() -> Result<()>) -> c_int {
 pub(crate) fn value<T>(fallback: T, f: impl FnOnce() -> Result<T>) -> T {
     match call(f) {
         Ok(Ok(v)) => v,
-        Ok(Err(e)) => {
-            fail(&e);
-            fallback
-        }
+        Ok(Err(_)) => fallback,
         Err(p) => {
-            fail(&panic_error(p));
+            panicked(p);
             fallback
         }
     }

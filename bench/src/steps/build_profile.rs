@@ -20,7 +20,16 @@
 //! timed apart. One JSON line per mode, K and way: the medians of making
 //! the graph, of instantiating it, and of both.
 
-use super::*;
+use std::os::raw::c_void;
+use std::time::Instant;
+
+use cuda_sys::result::{graph, graph_exec};
+use cuda_sys::*;
+use fc_graph::{BinaryOp, CaptureMode, Result};
+use serde_json::json;
+
+use super::rigs::{bare_capture, chain_node_params, ok, Rig};
+use crate::stats::{round, us_since, Summary, IMPL};
 
 /// The ways of making the graph, in the order each round times them.
 const WAYS: [&str; 7] = [
@@ -33,6 +42,8 @@ const WAYS: [&str; 7] = [
     "fc",
 ];
 
+/// `fc-bench --build-profile ROUNDS`: one JSON line to `out` per launch
+/// mode, K and way of making the graph (see the module's documentation).
 pub fn build_profile(device: usize, n: usize, rounds: usize, out: &mut dyn FnMut(String)) -> Result<()> {
     let d = fc_graph::driver()?;
     let rig = Rig::open(device, n)?;
@@ -58,11 +69,7 @@ pub fn build_profile(device: usize, n: usize, rounds: usize, out: &mut dyn FnMut
                     continue;
                 }
                 let both: Vec<f64> = make[way].iter().zip(&inst[way]).map(|(m, i)| m + i).collect();
-                let med = |v: &[f64]| {
-                    let mut v = v.to_vec();
-                    v.sort_by(f64::total_cmp);
-                    round(crate::stats::percentile(&v, 0.5), 3)
-                };
+                let med = |v: &[f64]| round(Summary::of(&mut v.to_vec()).median, 3);
                 out(json!({
                     "row": "build_phases",
                     "impl": IMPL,
@@ -88,8 +95,8 @@ pub fn build_profile(device: usize, n: usize, rounds: usize, out: &mut dyn FnMut
 fn time_way(d: &Driver, rig: &Rig, k: usize, way: &str) -> Result<Option<(f64, f64)>> {
     if way == "fc" {
         let t0 = Instant::now();
-        let cap = rig.ctx.begin_capture(CaptureMode::ThreadLocal)?;
-        rig.fc_chain(k)?;
+        let cap = rig.chain.ctx.begin_capture(CaptureMode::ThreadLocal)?;
+        rig.chain.enqueue(k)?;
         let t1 = Instant::now();
         let g = cap.end()?;
         let t2 = Instant::now();
@@ -170,13 +177,13 @@ unsafe fn build_chain(d: &Driver, rig: &Rig, graph: CUgraph, k: usize, how: How)
         type_: if pdl { CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC } else { CU_GRAPH_DEPENDENCY_TYPE_DEFAULT } as u8,
         reserved: [0; 5],
     };
-    let grid = (rig.n as u32).div_ceil(256);
+    let grid = (rig.chain.n as u32).div_ceil(256);
     let (mut from, mut to) = (Vec::with_capacity(k), Vec::with_capacity(k));
     let mut prev: Option<CUgraphNode> = None;
     for i in 0..k {
-        let (op, a, b, o) = chain_node(rig, i, false);
+        let (op, a, b, o) = rig.chain.node(i, false);
         let func = if op == BinaryOp::Add { rig.func_add } else { rig.func_mul };
-        let mut words = [a.as_raw(), b.as_raw(), o.as_raw(), rig.n as u64];
+        let mut words = [a.as_raw(), b.as_raw(), o.as_raw(), rig.chain.n as u64];
         let [w0, w1, w2, w3] = &mut words;
         let mut p: [*mut c_void; 4] = [w0, w1, w2, w3].map(|w| (w as *mut u64).cast());
         let params = chain_node_params(func, grid, p.as_mut_ptr());
