@@ -5,6 +5,18 @@
 //! it); the raw table ([`crate::functions`]) and the ABI adapters
 //! ([`crate::adapt`]) sit under it.
 //!
+//! ```no_run
+//! use cuda_sys::result::{device, driver};
+//!
+//! fn first_device() -> Result<(), Box<dyn std::error::Error>> {
+//!     let d = cuda_sys::Driver::load()?;
+//!     driver::init(&d, 0)?;
+//!     let dev = device::get(&d, 0)?;
+//!     println!("{}: {} bytes", device::get_name(&d, dev)?, device::total_mem(&d, dev)?);
+//!     Ok(())
+//! }
+//! ```
+//!
 //! One module per area: [`driver`] (initialisation, version, error names),
 //! [`device`], [`context`] (primary and private contexts, the current
 //! context), [`stream`] (streams, stream capture, the thread's capture
