@@ -189,3 +189,33 @@ pub(crate) fn bound<T>(ctx: RawCtx, f: impl FnOnce(&'static Driver) -> Result<T>
     let _bind = ContextBinding::bind(d, ctx)?;
     f(d)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_a_driver_a_failure_is_named_by_its_code() {
+        match error_with(None, "cuMemAlloc", CUDA_ERROR_OUT_OF_MEMORY) {
+            Error::Cuda { call, code, name, description } => {
+                assert_eq!((call, code, name.as_str(), description.as_str()), ("cuMemAlloc", 2, "CUDA_ERROR_2", ""));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "FFI: asks the driver (dlopen) for the code's name")]
+    fn a_driver_error_becomes_the_crates_error_with_its_call_and_code() {
+        let invalidated = DriverError { call: "cuStreamEndCapture", code: CUDA_ERROR_STREAM_CAPTURE_INVALIDATED };
+        let e = Error::from(invalidated);
+        assert!(matches!(e, Error::CaptureInvalidated { call: "cuStreamEndCapture", .. }), "{e:?}");
+        assert_eq!(e.cuda_code(), Some(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED));
+        let e = Error::from(DriverError { call: "cuMemAlloc", code: CUDA_ERROR_OUT_OF_MEMORY });
+        assert!(matches!(e, Error::Cuda { call: "cuMemAlloc", code: 2, .. }), "{e:?}");
+        assert!(e.to_string().starts_with("cuMemAlloc failed: "), "{e}");
+        // `?` converts too.
+        let converted = (|| -> Result<()> { Err(DriverError { call: "cuInit", code: 3 })? })();
+        assert_eq!(converted.err().and_then(|e| e.cuda_code()), Some(3));
+    }
+}
