@@ -5,6 +5,7 @@
 //! and executable graphs are updated node by node: all nodes, one node, and
 //! none (no driver call). Skips visibly without a driver.
 
+use cuda_sys::result::{context, graph, stream};
 use cuda_sys::*;
 use fc_graph::graph_builder::{EdgeKind, Node};
 use fc_graph::{
@@ -13,7 +14,7 @@ use fc_graph::{
 };
 use fc_graph_tests::{
     assert_exact, chain_buffers, chain_cpu, chain_inputs, chain_n, download, ensure, fail, rerun_with_env,
-    run_gpu_tests, upload, GpuTest, TEST_PTX,
+    run_gpu_tests, status, upload, GpuTest, TEST_PTX,
 };
 use libtest_mimic::Failed;
 
@@ -132,23 +133,27 @@ fn captured_edge_types(ctx: &Context, f: impl FnOnce() -> fc_graph::Result<()>) 
     let d = fc_graph::driver().map_err(fail)?;
     let stream = ctx.raw_stream();
     // SAFETY: a retained primary context, alive while `ctx` is.
-    ensure!(unsafe { (d.cuCtxSetCurrent)(ctx.raw_context()) } == CUDA_SUCCESS, "cuCtxSetCurrent");
+    ensure!(status(unsafe { context::set_current(d, ctx.raw_context()) }) == CUDA_SUCCESS, "cuCtxSetCurrent");
     // SAFETY: the context's own stream, not capturing.
-    let res = unsafe { (d.cuStreamBeginCapture)(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) };
+    let res = status(unsafe { stream::begin_capture(d, stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) });
     ensure!(res == CUDA_SUCCESS, "cuStreamBeginCapture: {res}");
     let recorded = f();
-    let mut g: CUgraph = std::ptr::null_mut();
-    // SAFETY: the stream capturing since above; valid out-pointer.
-    let res = unsafe { (d.cuStreamEndCapture)(stream, &mut g) };
+    // SAFETY: the stream capturing since above (a graph a failed end hands
+    // out is destroyed by the call).
+    let (res, g) = match unsafe { stream::end_capture(d, stream) } {
+        Ok(g) => (CUDA_SUCCESS, g),
+        Err(e) => (e.code, std::ptr::null_mut()),
+    };
     // SAFETY: the graph just captured; not changed during the call.
-    let edges = if g.is_null() { None } else { unsafe { d.graph_edges(g) } };
+    let edges = if g.is_null() { None } else { unsafe { graph::get_edges(d, g) } };
     if !g.is_null() {
         // SAFETY: ours, destroyed once.
-        unsafe { (d.cuGraphDestroy)(g) };
+        let _ = unsafe { graph::destroy(d, g) };
     }
     recorded.map_err(fail)?;
     ensure!(res == CUDA_SUCCESS, "cuStreamEndCapture: {res}");
-    let edges = edges.ok_or_else(|| fail("no cuGraphGetEdges"))?.map_err(|r| fail(format!("cuGraphGetEdges: {r}")))?;
+    let edges =
+        edges.ok_or_else(|| fail("no cuGraphGetEdges"))?.map_err(|e| fail(format!("cuGraphGetEdges: {}", e.code)))?;
     let mut types: Vec<u8> = edges.iter().map(|e| e.data.map_or(255, |d| d.type_)).collect();
     types.sort_unstable();
     Ok(types)

@@ -22,13 +22,15 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 
+use cuda_sys::result::{context, memory, stream};
 use cuda_sys::*;
 use fc_graph::isolation::{has_green_entry_points, last_green_failure, GREEN_CONTEXT_MIN_DRIVER_VERSION};
 use fc_graph::{
     CaptureMode, Context, ContextKind, DeviceBuffer, Error, Isolation, IsolationRequest, Module, Origin, RecordingMode,
 };
 use fc_graph_tests::{
-    assert_exact, chain_buffers, chain_cpu, download, ensure, fail, rerun_with_env, run_gpu_tests, upload, GpuTest, Rng,
+    assert_exact, chain_buffers, chain_cpu, download, ensure, fail, rerun_with_env, run_gpu_tests, status, upload,
+    GpuTest, Rng,
 };
 use libtest_mimic::Failed;
 
@@ -80,12 +82,11 @@ fn inputs(rng: &mut Rng) -> (Vec<f32>, Vec<f32>) {
 fn with_current<T>(raw: CUcontext, f: impl FnOnce(&'static Driver) -> T) -> Result<T, Failed> {
     let d = fc_graph::driver().map_err(fail)?;
     // SAFETY: `raw` is a live context the caller holds (a Context clone).
-    let rc = unsafe { (d.cuCtxPushCurrent)(raw) };
+    let rc = status(unsafe { context::push_current(d, raw) });
     ensure!(rc == CUDA_SUCCESS, "cuCtxPushCurrent returned {rc}");
     let out = f(d);
-    let mut popped: CUcontext = std::ptr::null_mut();
-    // SAFETY: pops the context pushed above, on the same thread.
-    unsafe { (d.cuCtxPopCurrent)(&mut popped) };
+    // Pops the context pushed above, on the same thread.
+    let _ = context::pop_current(d);
     Ok(out)
 }
 
@@ -97,8 +98,8 @@ fn foreign_device_sync(raw: CUcontext) -> Result<CUresult, Failed> {
         .name("foreign-sync".into())
         .spawn(move || {
             let raw = raw;
-            // SAFETY: no arguments; the context is current on this thread.
-            with_current(raw.0, |d| unsafe { (d.cuCtxSynchronize)() })
+            // The context is current on this thread.
+            with_current(raw.0, |d| status(context::synchronize(d)))
         })
         .map_err(fail)?
         .join()
@@ -120,9 +121,7 @@ fn isolated_context_captures_and_replays() -> TestResult {
     ensure!(!iso.shares_memory_with(&primary) && !primary.shares_memory_with(&iso), "no sharing");
     // Never left current: the thread's current context is not the private one.
     let d = fc_graph::driver().map_err(fail)?;
-    let mut current: CUcontext = std::ptr::null_mut();
-    // SAFETY: valid out-pointer.
-    unsafe { (d.cuCtxGetCurrent)(&mut current) };
+    let current = context::get_current(d).unwrap_or(std::ptr::null_mut());
     ensure!(current != iso.raw_context(), "the isolated context was left current on this thread");
     let (free, total) = iso.mem_info().map_err(fail)?;
     ensure!(free > 0 && free <= total, "mem_info {free}/{total}");
@@ -249,11 +248,10 @@ fn wrapped_primary_memory_in_a_capture() -> TestResult {
     // 2 MiB: a multiple of any allocation granularity, so the driver's
     // notion of the allocation's end is exactly `bytes` (x, y, z lie at its start).
     let bytes = 2 << 20;
-    let base = with_current(ctx.raw_context(), |d| {
-        let mut p: CUdeviceptr = 0;
-        // SAFETY: valid out-pointer; the primary context is current.
-        let rc = unsafe { (d.cuMemAlloc)(&mut p, bytes) };
-        (rc, p)
+    // The primary context is current.
+    let base = with_current(ctx.raw_context(), |d| match memory::alloc(d, bytes) {
+        Ok(p) => (CUDA_SUCCESS, p),
+        Err(e) => (e.code, 0),
     })?;
     ensure!(base.0 == CUDA_SUCCESS && base.1 != 0, "raw cuMemAlloc returned {}", base.0);
     let base = base.1;
@@ -284,13 +282,13 @@ fn wrapped_primary_memory_in_a_capture() -> TestResult {
         let mut raw_back = vec![f32::NAN; N];
         let rc = with_current(ctx.raw_context(), |d| {
             // SAFETY: the destination holds N floats; the source range is ours.
-            unsafe {
-                let rc = (d.cuMemcpyDtoHAsync)(raw_back.as_mut_ptr().cast(), base, N * 4, ctx.raw_stream());
-                if rc != CUDA_SUCCESS {
-                    return rc;
-                }
-                (d.cuStreamSynchronize)(ctx.raw_stream())
+            let copied =
+                unsafe { memory::memcpy_dtoh_async(d, raw_back.as_mut_ptr().cast(), base, N * 4, ctx.raw_stream()) };
+            if let Err(e) = copied {
+                return e.code;
             }
+            // SAFETY: the context's stream.
+            status(unsafe { stream::synchronize(d, ctx.raw_stream()) })
         })?;
         ensure!(rc == CUDA_SUCCESS, "raw copy back returned {rc}");
         assert_exact("raw view of the wrapped memory", &raw_back, &want)?;
@@ -321,7 +319,7 @@ fn wrapped_primary_memory_in_a_capture() -> TestResult {
     // The buffers did not free the memory: the owner's free succeeds once.
     ctx.synchronize().map_err(fail)?;
     // SAFETY: allocated above, freed once; nothing uses it any more.
-    let rc = with_current(ctx.raw_context(), |d| unsafe { (d.cuMemFree)(base) })?;
+    let rc = with_current(ctx.raw_context(), |d| status(unsafe { memory::free(d, base) }))?;
     result?;
     ensure!(rc == CUDA_SUCCESS, "the owner's cuMemFree returned {rc}: a wrapped buffer freed memory it does not own");
     Ok(())
@@ -548,8 +546,8 @@ fn isolated_captures_under_a_sync_storm() -> TestResult {
                 let raw = raw;
                 with_current(raw.0, |d| {
                     while !stop.load(Ordering::Relaxed) {
-                        // SAFETY: no arguments; the primary context is current.
-                        let rc = unsafe { (d.cuCtxSynchronize)() };
+                        // The primary context is current.
+                        let rc = status(context::synchronize(d));
                         syncs.fetch_add(1, Ordering::Relaxed);
                         if rc != CUDA_SUCCESS {
                             failed.fetch_add(1, Ordering::Relaxed);
@@ -686,9 +684,7 @@ fn capture_replay_check(ctx: &Context, seed: u64, what: &str) -> TestResult {
         assert_exact(&format!("{what}: user kernel {trial}"), &download(&out, N).map_err(fail)?, &want_out)?;
     }
     let d = fc_graph::driver().map_err(fail)?;
-    let mut current: CUcontext = std::ptr::null_mut();
-    // SAFETY: valid out-pointer.
-    unsafe { (d.cuCtxGetCurrent)(&mut current) };
+    let current = context::get_current(d).unwrap_or(std::ptr::null_mut());
     ensure!(current != ctx.raw_context(), "{what}: the isolated context was left current on this thread");
     Ok(())
 }

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 
+use cuda_sys::result::{context, memory, stream};
 use cuda_sys::*;
 use fc_graph::{CaptureMode, Context, Device, DeviceBuffer, Error, Event, Module, Origin, RecordingMode};
 use fc_graph_tests::{
@@ -157,9 +158,11 @@ fn dropped_guard_aborts_capture() -> TestResult {
     }
     ensure!(!ctx.is_capturing(), "guard drop ended the capture");
     let d = fc_graph::driver().map_err(fail)?;
-    let mut status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
-    // SAFETY: our stream and a valid out-pointer.
-    let rc = unsafe { (d.cuStreamIsCapturing)(ctx.raw_stream(), &mut status) };
+    // SAFETY: our stream.
+    let (rc, status) = match unsafe { stream::is_capturing(d, ctx.raw_stream()) } {
+        Ok(status) => (CUDA_SUCCESS, status),
+        Err(e) => (e.code, CU_STREAM_CAPTURE_STATUS_ACTIVE),
+    };
     ensure!(rc == CUDA_SUCCESS && status == CU_STREAM_CAPTURE_STATUS_NONE, "stream still capturing ({rc}, {status})");
     ctx.synchronize().map_err(fail)?;
     let cap = ctx.begin_capture(CaptureMode::ThreadLocal).map_err(fail)?;
@@ -460,18 +463,18 @@ fn shield_against_foreign_global_capture() -> TestResult {
         s.spawn(|| {
             let raw_ctx = ctx1.raw_context();
             let d = fc_graph::driver().expect("driver loaded above");
-            let mut p: CUdeviceptr = 0;
-            // SAFETY: valid context and out-pointer; balanced push/pop.
-            unsafe {
-                (d.cuCtxPushCurrent)(raw_ctx);
-                let rc = (d.cuMemAlloc)(&mut p, 1 << 20);
-                if rc == CUDA_SUCCESS {
-                    (d.cuMemFree)(p);
+            // SAFETY: a valid context; balanced push/pop.
+            let _ = unsafe { context::push_current(d, raw_ctx) };
+            let rc = match memory::alloc(d, 1 << 20) {
+                Ok(p) => {
+                    // SAFETY: just allocated, freed once.
+                    let _ = unsafe { memory::free(d, p) };
+                    CUDA_SUCCESS
                 }
-                let mut popped = std::ptr::null_mut();
-                (d.cuCtxPopCurrent)(&mut popped);
-                rc
-            }
+                Err(e) => e.code,
+            };
+            let _ = context::pop_current(d);
+            rc
         })
         .join()
     })
@@ -539,23 +542,17 @@ fn seed_scenario_in_rust() -> TestResult {
 /// would) and returns what was current before.
 fn make_current(ctx: CUcontext) -> fc_graph::Result<CUcontext> {
     let d = fc_graph::driver()?;
-    let mut prev: CUcontext = std::ptr::null_mut();
-    // SAFETY: valid out-pointer.
-    unsafe { (d.cuCtxGetCurrent)(&mut prev) };
+    let prev = context::get_current(d).unwrap_or(std::ptr::null_mut());
     // SAFETY: a live context (or NULL, which unbinds).
-    let rc = unsafe { (d.cuCtxSetCurrent)(ctx) };
-    if rc != CUDA_SUCCESS {
-        return Err(Error::invalid(format!("cuCtxSetCurrent returned {rc}")));
+    if let Err(e) = unsafe { context::set_current(d, ctx) } {
+        return Err(Error::invalid(format!("cuCtxSetCurrent returned {}", e.code)));
     }
     Ok(prev)
 }
 
 fn current_context() -> fc_graph::Result<CUcontext> {
     let d = fc_graph::driver()?;
-    let mut cur: CUcontext = std::ptr::null_mut();
-    // SAFETY: valid out-pointer.
-    unsafe { (d.cuCtxGetCurrent)(&mut cur) };
-    Ok(cur)
+    Ok(context::get_current(d).unwrap_or(std::ptr::null_mut()))
 }
 
 /// An isolated context's built-ins, eager and captured, with another

@@ -8,6 +8,7 @@
 use std::ffi::CString;
 use std::sync::Arc;
 
+use cuda_sys::result::{context, graph, stream};
 use cuda_sys::*;
 use fc_graph::{
     supports_pdl, CaptureMode, Context, DeviceBuffer, Kernel, KernelArg, LaunchConfig, LaunchOptions, Module,
@@ -93,14 +94,13 @@ impl Drop for RawGraph {
     fn drop(&mut self) {
         if let Ok(d) = fc_graph::driver() {
             // SAFETY: a graph this test captured, destroyed once.
-            unsafe { (d.cuGraphDestroy)(self.0) };
+            let _ = unsafe { graph::destroy(d, self.0) };
         }
     }
 }
 
-fn cu(call: &str, res: CUresult) -> TestResult {
-    ensure!(res == CUDA_SUCCESS, "{call} failed: {res}");
-    Ok(())
+fn cu<T>(r: Result<T, DriverError>) -> Result<T, Failed> {
+    r.map_err(|e| fail(format!("{} failed: {}", e.call, e.code)))
 }
 
 /// Records what `f` enqueues on `ctx`'s stream with the driver's own stream
@@ -110,16 +110,16 @@ fn capture_raw(ctx: &Context, f: impl FnOnce() -> fc_graph::Result<()>) -> Resul
     let d = fc_graph::driver().map_err(fail)?;
     let stream = ctx.raw_stream();
     // SAFETY: a retained primary context, alive while `ctx` is.
-    cu("cuCtxSetCurrent", unsafe { (d.cuCtxSetCurrent)(ctx.raw_context()) })?;
+    cu(unsafe { context::set_current(d, ctx.raw_context()) })?;
     // SAFETY: the context's own stream, not capturing.
-    cu("cuStreamBeginCapture", unsafe { (d.cuStreamBeginCapture)(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) })?;
+    cu(unsafe { stream::begin_capture(d, stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) })?;
     let recorded = f();
-    let mut g: CUgraph = std::ptr::null_mut();
-    // SAFETY: the stream capturing since above; valid out-pointer.
-    let res = unsafe { (d.cuStreamEndCapture)(stream, &mut g) };
-    let graph = RawGraph(g);
+    // SAFETY: the stream capturing since above (a graph a failed end hands
+    // out is destroyed by the call).
+    let ended = unsafe { stream::end_capture(d, stream) };
+    let graph = RawGraph(ended.as_ref().map_or(std::ptr::null_mut(), |g| *g));
     recorded.map_err(fail)?;
-    cu("cuStreamEndCapture", res)?;
+    cu(ended)?;
     Ok(graph)
 }
 
@@ -130,17 +130,16 @@ fn chain_edges(g: &RawGraph) -> Result<Vec<CUgraphEdgeData>, Failed> {
     ensure!(d.has_edge_data(), "cuGraphGetEdges with edge data (ABI 12030, CUDA 12.3+) is missing");
     // SAFETY: live graph of the context current on this thread (capture_raw
     // made it current), used by this thread only.
-    let edges = unsafe { d.graph_edges(g.0) }.ok_or_else(|| fail("cuGraphGetEdges is missing"))?;
-    let edges = edges.map_err(|res| fail(format!("cuGraphGetEdges failed: {res}")))?;
+    let edges = unsafe { graph::get_edges(d, g.0) }.ok_or_else(|| fail("cuGraphGetEdges is missing"))?;
+    let edges = cu(edges)?;
     let n = edges.len();
     let from: Vec<CUgraphNode> = edges.iter().map(|e| e.from).collect();
     let to: Vec<CUgraphNode> = edges.iter().map(|e| e.to).collect();
     let data: Vec<CUgraphEdgeData> =
         edges.iter().map(|e| e.data.ok_or_else(|| fail("an edge without edge data"))).collect::<Result<_, _>>()?;
     // Walk the chain from the node without an incoming edge.
-    let mut nodes = 0usize;
-    // SAFETY: live graph; a null node array asks for the count only.
-    cu("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(g.0, std::ptr::null_mut(), &mut nodes) })?;
+    // SAFETY: live graph.
+    let nodes = cu(unsafe { graph::node_count(d, g.0) })?;
     ensure!(n + 1 == nodes, "a chain of {nodes} nodes has {n} edges (want {})", nodes.saturating_sub(1));
     let mut current = match from.iter().find(|f| !to.contains(f)) {
         Some(&root) => root,
@@ -160,12 +159,14 @@ fn chain_edges(g: &RawGraph) -> Result<Vec<CUgraphEdgeData>, Failed> {
 /// Writes the graph as DOT for a failure message (when the driver can).
 fn dot_for_failure(g: &RawGraph, name: &str) -> String {
     let Ok(d) = fc_graph::driver() else { return String::new() };
-    let Some(print) = d.cuGraphDebugDotPrint else { return String::new() };
+    if d.cuGraphDebugDotPrint.is_none() {
+        return String::new();
+    }
     let path = std::env::temp_dir().join(format!("fc-gpu-pdl-{name}-{}.dot", std::process::id()));
     let Ok(cpath) = CString::new(path.to_string_lossy().into_owned()) else { return String::new() };
     // SAFETY: live graph, NUL-terminated path.
-    let res = unsafe { print(g.0, cpath.as_ptr(), CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE) };
-    if res == CUDA_SUCCESS {
+    let res = unsafe { graph::debug_dot_print(d, g.0, &cpath, CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE) };
+    if matches!(res, Some(Ok(()))) {
         format!(" (graph written to {})", path.display())
     } else {
         String::new()

@@ -12,13 +12,14 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
+use cuda_sys::result::{context, graph, memory};
 use cuda_sys::*;
 use fc_graph::{
     CaptureMode, Context, DeviceBuffer, Error, Event, Graph, KernelArg, LaunchConfig, Module, RecordingMode,
 };
 use fc_graph_tests::{
     assert_exact, chain_buffers, chain_cpu, chain_inputs, chain_n, download, ensure, fail, rerun_with_env,
-    run_gpu_tests, upload, GpuTest, TEST_PTX,
+    run_gpu_tests, status, upload, GpuTest, TEST_PTX,
 };
 use libtest_mimic::Failed;
 
@@ -69,7 +70,7 @@ fn record_chain(ctx: &Context, x: &DeviceBuffer, y: &DeviceBuffer, z: &DeviceBuf
 fn with_current<T>(ctx: &Context, f: impl FnOnce(&'static Driver) -> T) -> Result<T, Failed> {
     let d = fc_graph::driver().map_err(fail)?;
     // SAFETY: a context alive while `ctx` is.
-    let rc = unsafe { (d.cuCtxSetCurrent)(ctx.raw_context()) };
+    let rc = status(unsafe { context::set_current(d, ctx.raw_context()) });
     ensure!(rc == CUDA_SUCCESS, "cuCtxSetCurrent: {rc}");
     Ok(f(d))
 }
@@ -77,8 +78,8 @@ fn with_current<T>(ctx: &Context, f: impl FnOnce(&'static Driver) -> T) -> Resul
 /// Edge types of `graph` (255: no edge data), sorted.
 fn edge_types(d: &Driver, graph: CUgraph) -> Result<Vec<u8>, Failed> {
     // SAFETY: a live graph, not changed during the call.
-    let edges = unsafe { d.graph_edges(graph) }.ok_or_else(|| fail("no cuGraphGetEdges"))?;
-    let edges = edges.map_err(|r| fail(format!("cuGraphGetEdges: {r}")))?;
+    let edges = unsafe { graph::get_edges(d, graph) }.ok_or_else(|| fail("no cuGraphGetEdges"))?;
+    let edges = edges.map_err(|e| fail(format!("cuGraphGetEdges: {}", e.code)))?;
     let mut t: Vec<u8> = edges.iter().map(|e| e.data.map_or(255, |d| d.type_)).collect();
     t.sort_unstable();
     Ok(t)
@@ -172,10 +173,10 @@ fn foreign_device_syncs_cannot_invalidate_a_recording() -> TestResult {
         std::thread::spawn(move || {
             let Ok(d) = fc_graph::driver() else { return };
             // SAFETY: the primary context, retained by the test's context.
-            unsafe { (d.cuCtxSetCurrent)(raw as CUcontext) };
+            let _ = unsafe { context::set_current(d, raw as CUcontext) };
             while !stop.load(Ordering::Relaxed) {
-                // SAFETY: no arguments; the context is current.
-                let rc = unsafe { (d.cuCtxSynchronize)() };
+                // The context is current.
+                let rc = status(context::synchronize(d));
                 syncs.fetch_add(1, Ordering::Relaxed);
                 if rc != CUDA_SUCCESS {
                     failed_syncs.fetch_add(1, Ordering::Relaxed);
@@ -272,7 +273,7 @@ fn foreign_section_records_stream_work() -> TestResult {
         .foreign(CaptureMode::ThreadLocal, |stream| {
             let d = fc_graph::driver()?;
             // SAFETY: the context's stream, capturing; `w` holds N * 4 bytes.
-            let rc = unsafe { (d.cuMemsetD8Async)(wraw, 0x40, N * 4, stream) };
+            let rc = status(unsafe { memory::memset_d8_async(d, wraw, 0x40, N * 4, stream) });
             if rc != CUDA_SUCCESS {
                 return Err(Error::invalid(format!("cuMemsetD8Async in the foreign section: {rc}")));
             }
@@ -320,7 +321,7 @@ fn re_recorded_foreign_sections_update_in_place() -> TestResult {
             let d = fc_graph::driver()?;
             for _ in 0..fills {
                 // SAFETY: the context's stream, capturing; `w` holds N * 4 bytes.
-                let rc = unsafe { (d.cuMemsetD8Async)(wraw, byte, N * 4, stream) };
+                let rc = status(unsafe { memory::memset_d8_async(d, wraw, byte, N * 4, stream) });
                 if rc != CUDA_SUCCESS {
                     return Err(Error::invalid(format!("cuMemsetD8Async in the foreign section: {rc}")));
                 }
@@ -358,7 +359,7 @@ fn re_recorded_foreign_sections_update_in_place() -> TestResult {
         cap.foreign(CaptureMode::ThreadLocal, |stream| {
             let d = fc_graph::driver()?;
             // SAFETY: the context's stream, capturing; `w` holds N * 4 bytes.
-            let rc = unsafe { (d.cuMemsetD8Async)(wraw, byte, N * 4, stream) };
+            let rc = status(unsafe { memory::memset_d8_async(d, wraw, byte, N * 4, stream) });
             if rc != CUDA_SUCCESS {
                 return Err(Error::invalid(format!("cuMemsetD8Async in the foreign section: {rc}")));
             }
@@ -420,7 +421,7 @@ fn handed_out_stream_records_by_capture_in_auto() -> TestResult {
     ctx.add(&x, &y, &z, N).map_err(fail)?;
     let d = fc_graph::driver().map_err(fail)?;
     // SAFETY: the context's stream, capturing; `w` holds N * 4 bytes.
-    let rc = unsafe { (d.cuMemsetD8Async)(w.as_raw(), 0x40, N * 4, stream) };
+    let rc = status(unsafe { memory::memset_d8_async(d, w.as_raw(), 0x40, N * 4, stream) });
     ensure!(rc == CUDA_SUCCESS, "memset on the capturing stream: {rc}");
     ctx.mul(&z, &w, &x, N).map_err(fail)?;
     let g = cap.end().map_err(fail)?;

@@ -15,6 +15,10 @@
 //! - [`loader`]: opening the library and filling the table, never
 //!   requesting an ABI above the driver's version;
 //! - [`adapt`]: calls that hide which ABI of an entry the driver gave;
+//! - [`result`]: the checked-call layer, one safe-as-possible function per
+//!   entry point returning `Result<T, DriverError>`: the only way the
+//!   workspace's other crates call the driver (see its docs for how errors
+//!   map and which calls are `unsafe`, and why);
 //! - [`audit`]: the machine-readable description of all of the above, which
 //!   `tests/audit.rs` compares against NVIDIA's `cuda.h` for CUDA 12 and 13.
 
@@ -28,6 +32,7 @@ mod decl;
 mod error;
 pub mod functions;
 pub mod loader;
+pub mod result;
 pub mod types;
 
 pub use adapt::{GraphEdge, GraphExecUpdate};
@@ -35,6 +40,7 @@ pub use constants::*;
 pub use error::{LoadError, FC_CUDA_LIBRARY_ENV};
 pub use functions::{DriverFns, Resolved};
 pub use loader::Driver;
+pub use result::DriverError;
 pub use types::*;
 
 /// Oldest driver API version the library supports: CUDA 11.4 (driver 470).

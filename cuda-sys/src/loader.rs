@@ -1,6 +1,6 @@
 //! Opening the driver library and resolving the entry-point table.
 
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 use std::ops::Deref;
 use std::ptr;
 
@@ -156,27 +156,15 @@ impl Driver {
         self.driver_version
     }
 
-    /// The driver's name for `code` (e.g. `CUDA_ERROR_OUT_OF_MEMORY`).
+    /// The driver's name for `code` (e.g. `CUDA_ERROR_OUT_OF_MEMORY`), or
+    /// `CUDA_ERROR_<code>` when it has none.
     pub fn error_name(&self, code: CUresult) -> String {
-        let mut p: *const c_char = ptr::null();
-        // SAFETY: valid out-pointer; the driver returns a static string or an error.
-        let res = unsafe { (self.fns.cuGetErrorName)(code, &mut p) };
-        if res != CUDA_SUCCESS || p.is_null() {
-            return format!("CUDA_ERROR_{code}");
-        }
-        // SAFETY: the driver returns a NUL-terminated static string.
-        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+        crate::result::driver::error_name_or_code(&self.fns, code)
     }
 
-    /// The driver's description of `code`.
+    /// The driver's description of `code`, or `unknown error` when it has
+    /// none.
     pub fn error_string(&self, code: CUresult) -> String {
-        let mut p: *const c_char = ptr::null();
-        // SAFETY: valid out-pointer; the driver returns a static string or an error.
-        let res = unsafe { (self.fns.cuGetErrorString)(code, &mut p) };
-        if res != CUDA_SUCCESS || p.is_null() {
-            return "unknown error".to_string();
-        }
-        // SAFETY: the driver returns a NUL-terminated static string.
-        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+        crate::result::driver::error_description_or_unknown(&self.fns, code)
     }
 }

@@ -1,10 +1,10 @@
 //! Device buffers: plain driver allocations, or capture-pool blocks when
 //! allocated while their context captures.
 
+use cuda_sys::result::{memory, stream};
 use cuda_sys::*;
 
-use crate::context::{lock, Context};
-use crate::driver::check;
+use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::nodes::MemsetRaw;
 use crate::pool::{block_size, slab_size_for};
@@ -62,35 +62,22 @@ impl Context {
         if self.is_capturing() {
             return self.alloc_from_pool(bytes);
         }
-        let ptr = self.shielded(|d| {
-            let mut p: CUdeviceptr = 0;
-            // SAFETY: valid out-pointer; the context is current.
-            check("cuMemAlloc", unsafe { (d.cuMemAlloc)(&mut p, bytes) })?;
-            Ok(p)
-        })?;
+        // In the context, made current here.
+        let ptr = self.shielded(|d| Ok(memory::alloc(d, bytes)?))?;
         Ok(DeviceBuffer { ctx: self.clone(), ptr, size: bytes, origin: Origin::Driver })
     }
 
     fn alloc_from_pool(&self, bytes: usize) -> Result<DeviceBuffer> {
         let overflow = || Error::invalid(format!("cannot allocate {bytes} bytes: the size overflows"));
         let block = block_size(bytes).ok_or_else(overflow)?;
-        let mut pool = lock(self.pool_cell());
-        let ptr = match pool.alloc(block) {
-            Some(p) => p,
-            None => {
-                let slab = slab_size_for(block).ok_or_else(overflow)?;
-                let slab_bytes = usize::try_from(slab).map_err(|_| overflow())?;
-                let base = self.shielded(|d| {
-                    let mut p: CUdeviceptr = 0;
-                    // SAFETY: valid out-pointer; the shield keeps our own
-                    // capture (and others') valid across this call.
-                    check("cuMemAlloc", unsafe { (d.cuMemAlloc)(&mut p, slab_bytes) })?;
-                    Ok(p)
-                })?;
-                pool.add_slab(base, slab);
-                pool.alloc(block).ok_or_else(|| Error::invalid("capture pool: a fresh slab did not fit its block"))?
-            }
-        };
+        let ptr = self.pool().alloc(block, |block| {
+            let slab = slab_size_for(block).ok_or_else(overflow)?;
+            let slab_bytes = usize::try_from(slab).map_err(|_| overflow())?;
+            // The shield keeps our own capture (and others') valid across
+            // this call.
+            let base = self.shielded(|d| Ok(memory::alloc(d, slab_bytes)?))?;
+            Ok((base, slab))
+        })?;
         Ok(DeviceBuffer { ctx: self.clone(), ptr, size: bytes, origin: Origin::Pool { block } })
     }
 
@@ -123,42 +110,21 @@ impl Context {
     fn check_owned_range(&self, ptr: CUdeviceptr, end: CUdeviceptr) -> Result<()> {
         let raw = self.raw_context();
         self.shielded(|d| {
-            let mut owner: CUcontext = std::ptr::null_mut();
-            // SAFETY: valid out-pointer of the attribute's type (CUcontext).
-            let res = unsafe {
-                (d.cuPointerGetAttribute)((&mut owner as *mut CUcontext).cast(), CU_POINTER_ATTRIBUTE_CONTEXT, ptr)
-            };
-            if res != CUDA_SUCCESS {
-                return Err(Error::invalid(format!(
-                    "{ptr:#x} is not device memory this driver knows ({})",
-                    d.error_name(res)
-                )));
-            }
+            let owner = memory::pointer_context(d, ptr).map_err(|e| {
+                Error::invalid(format!("{ptr:#x} is not device memory this driver knows ({})", e.name(d)))
+            })?;
             // Memory mapped with the virtual memory API belongs to no context
             // (null owner); anything else must be this context's (for a
             // green context: the device's primary context, which owns the
             // green context's memory and shares it).
-            if !owner.is_null() && owner != raw && owner != self.memory_owner() {
+            if !owner.is_null() && owner != raw && owner != self.cuda().memory_owner() {
                 return Err(Error::WrongContext(format!(
                     "{ptr:#x} belongs to another CUDA context than this {:?} context's",
                     self.kind()
                 )));
             }
-            let (mut start, mut size): (CUdeviceptr, usize) = (0, 0);
-            // SAFETY: valid out-pointers of the attributes' types.
-            let res = unsafe {
-                (d.cuPointerGetAttribute)(
-                    (&mut start as *mut CUdeviceptr).cast(),
-                    CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-                    ptr,
-                )
-            };
-            check("cuPointerGetAttribute", res)?;
-            // SAFETY: as above.
-            let res = unsafe {
-                (d.cuPointerGetAttribute)((&mut size as *mut usize).cast(), CU_POINTER_ATTRIBUTE_RANGE_SIZE, ptr)
-            };
-            check("cuPointerGetAttribute", res)?;
+            let start = memory::pointer_range_start(d, ptr)?;
+            let size = memory::pointer_range_size(d, ptr)?;
             if end > start.saturating_add(size as u64) {
                 return Err(Error::BufferTooSmall(format!(
                     "{:#x}..{end:#x} runs past the end of its allocation ({start:#x}, {size} bytes)",
@@ -231,16 +197,15 @@ impl DeviceBuffer {
             .map_err(|e| Error::invalid(format!("upload: cannot view the source as bytes: {e}")))?;
         let bytes = src.len();
         self.check_len(bytes, "upload")?;
-        self.ctx.ensure_not_capturing("upload")?;
+        self.ctx.capture().refuse_while_recording("upload")?;
         let stream = self.ctx.stream();
         let ptr = self.ptr;
         self.ctx.shielded(|d| {
-            // SAFETY: `src` holds `bytes` initialised bytes; the buffer holds
-            // at least that many; the stream is synchronized before `src`
-            // can go away.
-            check("cuMemcpyHtoDAsync", unsafe { (d.cuMemcpyHtoDAsync)(ptr, src.as_ptr().cast(), bytes, stream) })?;
+            // SAFETY: the buffer holds at least `src.len()` bytes (checked
+            // above); the stream is synchronized before `src` can go away.
+            unsafe { memory::memcpy_htod_async(d, ptr, src, stream) }?;
             // SAFETY: our stream.
-            check("cuStreamSynchronize", unsafe { (d.cuStreamSynchronize)(stream) })
+            Ok(unsafe { stream::synchronize(d, stream) }?)
         })
     }
 
@@ -272,7 +237,7 @@ impl DeviceBuffer {
     pub fn download<T: bytemuck::AnyBitPattern>(&self, dst: &mut [T]) -> Result<()> {
         let bytes = std::mem::size_of_val(dst);
         self.check_len(bytes, "download")?;
-        self.ctx.ensure_not_capturing("download")?;
+        self.ctx.capture().refuse_while_recording("download")?;
         let stream = self.ctx.stream();
         let ptr = self.ptr;
         let dst = dst.as_mut_ptr();
@@ -281,9 +246,9 @@ impl DeviceBuffer {
             // slice, borrowed mutably for this call), and any bytes the
             // device holds make valid `T`s (`T: AnyBitPattern`); the stream
             // is synchronized before the borrow ends.
-            check("cuMemcpyDtoHAsync", unsafe { (d.cuMemcpyDtoHAsync)(dst.cast(), ptr, bytes, stream) })?;
+            unsafe { memory::memcpy_dtoh_async(d, dst.cast(), ptr, bytes, stream) }?;
             // SAFETY: our stream.
-            check("cuStreamSynchronize", unsafe { (d.cuStreamSynchronize)(stream) })
+            Ok(unsafe { stream::synchronize(d, stream) }?)
         })
     }
 
@@ -315,10 +280,10 @@ impl DeviceBuffer {
             }
         }
         let stream = ctx.stream();
-        ctx.segment_trace().note_other();
+        ctx.recorder().trace().note_other();
         ctx.bound(|d| {
             // SAFETY: the range lies inside the buffer (checked above).
-            check("cuMemsetD8Async", unsafe { (d.cuMemsetD8Async)(ptr, value, len, stream) })
+            Ok(unsafe { memory::memset_d8_async(d, ptr, value, len, stream) }?)
         })
     }
 }
@@ -327,13 +292,13 @@ impl Drop for DeviceBuffer {
     fn drop(&mut self) {
         match self.origin {
             Origin::Pool { block } => {
-                lock(self.ctx.pool_cell()).free(self.ptr, block);
+                self.ctx.pool().free(self.ptr, block);
             }
             Origin::Driver => {
                 let ptr = self.ptr;
                 let _ = self.ctx.shielded(|d| {
                     // SAFETY: allocated by cuMemAlloc in this context, freed once.
-                    check("cuMemFree", unsafe { (d.cuMemFree)(ptr) })
+                    Ok(unsafe { memory::free(d, ptr) }?)
                 });
             }
             Origin::Borrowed => {}

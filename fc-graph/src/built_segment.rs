@@ -140,15 +140,14 @@ pub(crate) fn materialize(ctx: RawCtx, ops: &mut Ops) -> Result<Built> {
     let programmatic = d.has_programmatic_edges();
     let raw_ctx = ctx.raw;
     bound(ctx, |d| {
-        let mut graph: CUgraph = std::ptr::null_mut();
-        // SAFETY: valid out-pointer; flags must be 0.
-        crate::driver::check("cuGraphCreate", unsafe { (d.cuGraphCreate)(&mut graph, 0) })?;
+        // Flags must be 0.
+        let graph = cuda_sys::result::graph::create(d, 0)?;
         // SAFETY: our live graph, bound here.
         match unsafe { add_ops(d, graph, ops, raw_ctx, programmatic) } {
             Ok(nodes) => Ok(Built { graph, nodes }),
             Err(e) => {
                 // SAFETY: the graph made above, destroyed once.
-                unsafe { (d.cuGraphDestroy)(graph) };
+                let _ = unsafe { cuda_sys::result::graph::destroy(d, graph) };
                 Err(e)
             }
         }

@@ -51,21 +51,11 @@ fn too_small(what: &str, buf: &DeviceBuffer, n: usize) -> Error {
 }
 
 impl Context {
+    /// The built-in kernels, loaded on first use (the PDL variant where
+    /// the device, the driver and `FC_PDL` allow it).
     #[inline]
     fn builtins(&self) -> Result<&Builtins> {
-        if let Some(b) = self.builtins_cell().get() {
-            return Ok(b);
-        }
-        // Two threads may race here; the loser's module is simply unloaded.
-        let loaded = Builtins::load(self.raw_ctx(), pdl_allowed_on(&self.device()))?;
-        let _ = self.builtins_cell().set(loaded);
-        self.builtins_cell().get().ok_or_else(|| Error::invalid("built-in kernels failed to register"))
-    }
-
-    /// Whether the loaded built-ins are the PDL variant; `None` before they
-    /// are loaded.
-    pub(crate) fn builtins_use_pdl(&self) -> Option<bool> {
-        self.builtins_cell().get().map(|b| b.pdl)
+        self.kernels().builtins(self.cuda().raw(), || pdl_allowed_on(&self.device()))
     }
 
     /// Checks that `buf` can take part in an `n`-element f32 operation here.
@@ -109,7 +99,7 @@ impl Context {
             func,
             cfg: LaunchConfig { grid: ((n as u32).div_ceil(BLOCK), 1, 1), block: (BLOCK, 1, 1), shared_mem_bytes: 0 },
             args: (a.as_raw(), b.as_raw(), out.as_raw(), n as u32),
-            pdl: builtins.pdl && self.pdl_switch_on(),
+            pdl: builtins.pdl && self.kernels().pdl_switch_on(),
         }))
     }
 

@@ -101,9 +101,11 @@ use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 use crate::capture::{break_here, Capture};
-use crate::context::{lock, CaptureMode, Context};
+use crate::capture_mode::CaptureMode;
+use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::graph::Graph;
+use crate::sync::lock;
 
 /// How a [`GraphCache`] captures, retries, backs off and evicts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -615,7 +617,7 @@ pub fn pool_delta<T>(ctx: &Context, f: impl FnOnce() -> Result<T>) -> Result<(T,
 
 /// Refuses a call that must capture while the context cannot begin one.
 pub fn check_context(ctx: &Context) -> Result<()> {
-    ctx.check_can_begin().map_err(|e| {
+    ctx.capture().check_can_begin().map_err(|e| {
         Error::capture_state(format!(
             "the graph cache cannot capture now: {}",
             e.to_string().trim_start_matches("capture state: ")

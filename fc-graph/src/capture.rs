@@ -5,7 +5,8 @@
 
 use cuda_sys::CUstream;
 
-use crate::context::{CaptureMode, Context};
+use crate::capture_mode::CaptureMode;
+use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::graph::{Graph, UpdateReport};
 use crate::recording::Recording;

@@ -97,7 +97,8 @@ impl std::fmt::Display for ThreadTag {
 }
 
 /// The key of a context in the per-thread break frames: the address of its
-/// shared state (`Arc::as_ptr`), stable while any clone of it lives. A frame
+/// capture-state part inside its shared state, stable while any clone of
+/// the context lives. A frame
 /// is only on a thread's stack while the break function it marks runs, and
 /// that function's caller holds the context, so a key never outlives it.
 pub(crate) type CtxKey = usize;

@@ -157,7 +157,7 @@ impl Context {
                 needs: "a CUDA 12.8+ driver".into(),
             });
         }
-        let kernels = self.cond_kernels()?;
+        let kernels = self.kernels().setters(self.cuda().raw())?;
         let counter = match kind {
             CondKind::Repeat => {
                 let c = self.alloc(4)?;
@@ -166,31 +166,31 @@ impl Context {
             _ => None,
         };
         let cond = Box::new(CondOp { kind, src: buf.as_raw(), bodies: Vec::new(), counter, kernels });
-        self.sink().begin_body(cond, self.lane_index(), max_bodies)
+        self.recorder().sink().begin_body(cond, self.lane_index(), max_bodies)
     }
 
     /// Ends the open body of the innermost conditional and opens its next
     /// one (an IF's else, a SWITCH's next case). Refused when none is open
     /// or every body was recorded.
     pub fn conditional_next(&self) -> Result<()> {
-        self.sink().next_body()
+        self.recorder().sink().next_body()
     }
 
     /// Ends the innermost conditional: it is recorded after the work its
     /// lane recorded before it began.
     pub fn conditional_end(&self) -> Result<()> {
-        self.sink().end_body()
+        self.recorder().sink().end_body()
     }
 
     /// Drops the innermost open conditional with its bodies (nothing of it
     /// is recorded); `false` when none is open.
     pub fn conditional_abort(&self) -> bool {
-        self.sink().abort_body()
+        self.recorder().sink().abort_body()
     }
 
     /// How many conditionals are open (nested) in the open recording.
     pub fn conditional_depth(&self) -> usize {
-        self.sink().open_bodies()
+        self.recorder().sink().open_bodies()
     }
 
     /// Records `c` with one body per call of `body` (its argument the body

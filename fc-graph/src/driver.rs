@@ -1,9 +1,15 @@
 //! The process-wide driver handle, error conversion, and the two guards
 //! every driver call goes through: the current-context binding and the
 //! capture-mode shield.
+//!
+//! Every driver call of the crate goes through cuda-sys's checked-call
+//! layer ([`cuda_sys::result`]), whose failures are small
+//! [`DriverError`] values; they become an [`Error`] here, out of line
+//! (`From<DriverError> for Error`, so `?` converts them).
 
 use std::sync::OnceLock;
 
+use cuda_sys::result::{context, stream};
 use cuda_sys::*;
 
 use crate::error::{Error, Result};
@@ -29,19 +35,11 @@ fn load_driver() -> Result<&'static Driver> {
     DRIVER
         .get_or_init(|| {
             let d = Driver::load()?;
-            // SAFETY: cuInit has no pointer arguments; flags must be 0.
-            let res = unsafe { (d.cuInit)(0) };
-            check_with(&d, "cuInit", res)?;
+            cuda_sys::result::driver::init(&d, 0).map_err(|e| error_with(Some(&d), e.call, e.code))?;
             Ok(d)
         })
         .as_ref()
         .map_err(Clone::clone)
-}
-
-/// Converts a driver status into a `Result`, naming the call.
-#[inline(always)]
-pub(crate) fn check(call: &'static str, res: CUresult) -> Result<()> {
-    Failed::check(call, res).map_err(Failed::into_error)
 }
 
 /// A context handle plus how to make it current: a primary context is left
@@ -55,7 +53,7 @@ pub(crate) struct RawCtx {
     /// A green context's gate (null for other contexts): held while the
     /// library has the context pushed on a thread, since a green context
     /// may be current to one thread at a time. It lives in the
-    /// [`crate::context::ContextInner`] this handle belongs to, which
+    /// [`crate::context::CudaContext`] this handle belongs to, which
     /// outlives every copy of the handle (their owners hold the context).
     pub(crate) gate: *const Gate,
 }
@@ -65,13 +63,6 @@ pub(crate) struct RawCtx {
 unsafe impl Send for RawCtx {}
 // SAFETY: as above; the value is immutable.
 unsafe impl Sync for RawCtx {}
-
-fn check_with(d: &Driver, call: &'static str, res: CUresult) -> Result<()> {
-    match res {
-        CUDA_SUCCESS => Ok(()),
-        _ => Err(error_with(Some(d), call, res)),
-    }
-}
 
 /// The error of `call` failing with `res`, named by the driver when there
 /// is one to ask.
@@ -96,52 +87,35 @@ pub(crate) struct ContextBinding {
     gate: *const Gate,
 }
 
-/// A failed driver call before it becomes an [`Error`]: small, so hot
-/// paths (launches) carry it cheaply and convert it out of line.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Failed {
-    pub(crate) call: &'static str,
-    pub(crate) res: CUresult,
-}
-
-impl Failed {
-    /// `Ok` for `CUDA_SUCCESS`, else the failure of `call`.
-    #[inline(always)]
-    pub(crate) fn check(call: &'static str, res: CUresult) -> std::result::Result<(), Failed> {
-        if res == CUDA_SUCCESS {
-            Ok(())
-        } else {
-            Err(Failed { call, res })
-        }
-    }
-
-    /// The [`Error`] it stands for.
+/// A failed driver call (cuda-sys's [`DriverError`], small, so hot paths
+/// such as launches carry it cheaply) becomes an [`Error`] here, out of
+/// line: [`Error::CaptureInvalidated`] for an invalidated capture, else
+/// [`Error::Cuda`] with the driver's name and description of the code.
+impl From<DriverError> for Error {
     #[cold]
     #[inline(never)]
-    pub(crate) fn into_error(self) -> Error {
-        error_with(driver().ok(), self.call, self.res)
+    fn from(e: DriverError) -> Error {
+        error_with(driver().ok(), e.call, e.code)
     }
 }
 
 impl ContextBinding {
     #[inline]
     pub(crate) fn bind(d: &Driver, ctx: RawCtx) -> Result<ContextBinding> {
-        Self::bind_raw(d, ctx).map_err(Failed::into_error)
+        Ok(Self::bind_raw(d, ctx)?)
     }
 
     /// [`ContextBinding::bind`] with the failure left unconverted.
     #[inline]
-    pub(crate) fn bind_raw(d: &Driver, ctx: RawCtx) -> std::result::Result<ContextBinding, Failed> {
-        let mut current: CUcontext = std::ptr::null_mut();
-        // SAFETY: valid out-pointer.
-        Failed::check("cuCtxGetCurrent", unsafe { (d.cuCtxGetCurrent)(&mut current) })?;
+    pub(crate) fn bind_raw(d: &Driver, ctx: RawCtx) -> std::result::Result<ContextBinding, DriverError> {
+        let current = context::get_current(d)?;
         let unbound = ContextBinding { pushed: false, gate: std::ptr::null() };
         if current == ctx.raw {
             return Ok(unbound);
         }
         if current.is_null() && ctx.leave_current {
             // SAFETY: `ctx` is a live context the caller holds a reference to.
-            Failed::check("cuCtxSetCurrent", unsafe { (d.cuCtxSetCurrent)(ctx.raw) })?;
+            unsafe { context::set_current(d, ctx.raw) }?;
             return Ok(unbound);
         }
         // SAFETY: a non-null gate lives as long as the context (see RawCtx).
@@ -151,7 +125,7 @@ impl ContextBinding {
         // Made before the push, so that a failed push leaves the gate again.
         let mut binding = ContextBinding { pushed: false, gate: ctx.gate };
         // SAFETY: `ctx` is a live context the caller holds a reference to.
-        Failed::check("cuCtxPushCurrent", unsafe { (d.cuCtxPushCurrent)(ctx.raw) })?;
+        unsafe { context::push_current(d, ctx.raw) }?;
         binding.pushed = true;
         Ok(binding)
     }
@@ -161,9 +135,8 @@ impl Drop for ContextBinding {
     fn drop(&mut self) {
         if self.pushed {
             if let Ok(d) = driver() {
-                let mut popped: CUcontext = std::ptr::null_mut();
-                // SAFETY: we pushed a context in `bind` on this same thread.
-                let _ = unsafe { (d.cuCtxPopCurrent)(&mut popped) };
+                // Pops the context `bind` pushed on this same thread.
+                let _ = context::pop_current(d);
             }
         }
         // SAFETY: a non-null gate lives as long as the context (see RawCtx);
@@ -186,18 +159,15 @@ pub(crate) struct CaptureShield<'d> {
 
 impl<'d> CaptureShield<'d> {
     pub(crate) fn raise(driver: &'d Driver) -> Result<CaptureShield<'d>> {
-        let mut mode = CU_STREAM_CAPTURE_MODE_RELAXED;
-        // SAFETY: valid in/out pointer to a capture mode.
-        check("cuThreadExchangeStreamCaptureMode", unsafe { (driver.cuThreadExchangeStreamCaptureMode)(&mut mode) })?;
-        Ok(CaptureShield { driver, previous: mode })
+        let previous = stream::thread_exchange_capture_mode(driver, CU_STREAM_CAPTURE_MODE_RELAXED)?;
+        Ok(CaptureShield { driver, previous })
     }
 }
 
 impl Drop for CaptureShield<'_> {
     fn drop(&mut self) {
-        let mut mode = self.previous;
-        // SAFETY: valid in/out pointer; restores the mode `raise` replaced.
-        let _ = unsafe { (self.driver.cuThreadExchangeStreamCaptureMode)(&mut mode) };
+        // Restores the mode `raise` replaced.
+        let _ = stream::thread_exchange_capture_mode(self.driver, self.previous);
     }
 }
 
@@ -218,4 +188,34 @@ pub(crate) fn bound<T>(ctx: RawCtx, f: impl FnOnce(&'static Driver) -> Result<T>
     let d = driver()?;
     let _bind = ContextBinding::bind(d, ctx)?;
     f(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_a_driver_a_failure_is_named_by_its_code() {
+        match error_with(None, "cuMemAlloc", CUDA_ERROR_OUT_OF_MEMORY) {
+            Error::Cuda { call, code, name, description } => {
+                assert_eq!((call, code, name.as_str(), description.as_str()), ("cuMemAlloc", 2, "CUDA_ERROR_2", ""));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "FFI: asks the driver (dlopen) for the code's name")]
+    fn a_driver_error_becomes_the_crates_error_with_its_call_and_code() {
+        let invalidated = DriverError { call: "cuStreamEndCapture", code: CUDA_ERROR_STREAM_CAPTURE_INVALIDATED };
+        let e = Error::from(invalidated);
+        assert!(matches!(e, Error::CaptureInvalidated { call: "cuStreamEndCapture", .. }), "{e:?}");
+        assert_eq!(e.cuda_code(), Some(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED));
+        let e = Error::from(DriverError { call: "cuMemAlloc", code: CUDA_ERROR_OUT_OF_MEMORY });
+        assert!(matches!(e, Error::Cuda { call: "cuMemAlloc", code: 2, .. }), "{e:?}");
+        assert!(e.to_string().starts_with("cuMemAlloc failed: "), "{e}");
+        // `?` converts too.
+        let converted = (|| -> Result<()> { Err(DriverError { call: "cuInit", code: 3 })? })();
+        assert_eq!(converted.err().and_then(|e| e.cuda_code()), Some(3));
+    }
 }

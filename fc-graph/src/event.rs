@@ -1,9 +1,9 @@
 //! Timing events on a context's stream.
 
+use cuda_sys::result::event;
 use cuda_sys::*;
 
 use crate::context::Context;
-use crate::driver::check;
 use crate::error::Result;
 
 /// A CUDA event recorded on its context's stream.
@@ -20,12 +20,8 @@ unsafe impl Sync for Event {}
 impl Event {
     /// A timing event on `ctx`.
     pub fn new(ctx: &Context) -> Result<Event> {
-        let raw = ctx.bound(|d| {
-            let mut e: CUevent = std::ptr::null_mut();
-            // SAFETY: valid out-pointer; the context is current.
-            check("cuEventCreate", unsafe { (d.cuEventCreate)(&mut e, CU_EVENT_DEFAULT) })?;
-            Ok(e)
-        })?;
+        // In the context, made current here.
+        let raw = ctx.bound(|d| Ok(event::create(d, CU_EVENT_DEFAULT)?))?;
         Ok(Event { ctx: ctx.clone(), raw })
     }
 
@@ -41,10 +37,10 @@ impl Event {
             ));
         }
         let (e, s) = (self.raw, self.ctx.stream());
-        self.ctx.segment_trace().note_other();
+        self.ctx.recorder().trace().note_other();
         self.ctx.bound(|d| {
             // SAFETY: live event and stream of one context.
-            check("cuEventRecord", unsafe { (d.cuEventRecord)(e, s) })
+            Ok(unsafe { event::record(d, e, s) }?)
         })
     }
 
@@ -53,7 +49,7 @@ impl Event {
         let e = self.raw;
         self.ctx.shielded(|d| {
             // SAFETY: live event.
-            check("cuEventSynchronize", unsafe { (d.cuEventSynchronize)(e) })
+            Ok(unsafe { event::synchronize(d, e) }?)
         })
     }
 
@@ -61,10 +57,8 @@ impl Event {
     pub fn elapsed_ms_since(&self, start: &Event) -> Result<f32> {
         let (s, e) = (start.raw, self.raw);
         self.ctx.bound(|d| {
-            let mut ms = 0f32;
-            // SAFETY: valid out-pointer; both events are live and recorded.
-            check("cuEventElapsedTime", unsafe { (d.cuEventElapsedTime)(&mut ms, s, e) })?;
-            Ok(ms)
+            // SAFETY: both events are live and recorded.
+            Ok(unsafe { event::elapsed_time(d, s, e) }?)
         })
     }
 }
@@ -74,7 +68,7 @@ impl Drop for Event {
         let e = self.raw;
         let _ = self.ctx.bound(|d| {
             // SAFETY: destroyed once.
-            check("cuEventDestroy", unsafe { (d.cuEventDestroy)(e) })
+            Ok(unsafe { event::destroy(d, e) }?)
         });
     }
 }

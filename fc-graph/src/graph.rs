@@ -1,6 +1,7 @@
 //! Captured graphs: a sequence of instantiated segments and eager breaks,
 //! replayed in order on the context's stream.
 
+use cuda_sys::result::{graph, graph_exec};
 use cuda_sys::*;
 
 use std::ffi::{CStr, CString};
@@ -11,7 +12,7 @@ use std::sync::OnceLock;
 
 use crate::built_segment::{Built, BuiltNodes, Fit, NodeSet};
 use crate::context::Context;
-use crate::driver::{check, shielded};
+use crate::driver::shielded;
 use crate::error::{Error, Result};
 use crate::nodes::destroy_graph;
 use crate::segment::Ops;
@@ -69,12 +70,10 @@ impl GraphExec {
     /// with the executable, or right away when instantiation fails).
     pub(crate) fn instantiate(ctx: &Context, captured: Captured) -> Result<GraphExec> {
         let Captured { graph, nodes, topology } = captured;
-        let raw_ctx = ctx.raw_ctx();
+        let raw_ctx = ctx.cuda().raw();
         let exec = shielded(raw_ctx, |d| {
-            let mut exec: CUgraphExec = std::ptr::null_mut();
-            // SAFETY: valid out-pointer and a live graph.
-            check("cuGraphInstantiateWithFlags", unsafe { (d.cuGraphInstantiateWithFlags)(&mut exec, graph, 0) })?;
-            Ok(exec)
+            // SAFETY: a live graph of the context bound here.
+            Ok(unsafe { graph_exec::instantiate(d, graph, 0) }?)
         });
         match exec {
             Ok(exec) => Ok(GraphExec {
@@ -121,7 +120,7 @@ impl GraphExec {
     /// on error, update through the whole graph instead.
     pub(crate) fn update_children(&self, ops: &Ops) -> Result<usize> {
         match self.built.as_ref() {
-            Some(b) => b.update_children(self.ctx.raw_ctx(), self.exec, ops),
+            Some(b) => b.update_children(self.ctx.cuda().raw(), self.exec, ops),
             None => Err(Error::invalid("not a graph built node by node")),
         }
     }
@@ -131,11 +130,11 @@ impl GraphExec {
     pub(crate) fn update_nodes(&mut self, mut ops: Ops, fit: Fit) -> Result<usize> {
         let exec = self.exec;
         let done = match self.built.as_mut() {
-            Some(b) => b.update(self.ctx.raw_ctx(), exec, &mut ops, fit),
+            Some(b) => b.update(self.ctx.cuda().raw(), exec, &mut ops, fit),
             None => Err(Error::invalid("not a graph built node by node")),
         };
         // The re-recording's list (emptied, or equal ops) serves the next.
-        self.ctx.sink().recycle(ops.list);
+        self.ctx.recorder().sink().recycle(ops.list);
         done
     }
 
@@ -146,7 +145,7 @@ impl GraphExec {
         match self.built.as_mut() {
             Some(b) => {
                 let old = b.replace_ops(ops);
-                self.ctx.sink().recycle(old);
+                self.ctx.recorder().sink().recycle(old);
             }
             None => self.built = Some(BuiltNodes::new(NodeSet::default(), ops)),
         }
@@ -185,7 +184,7 @@ impl GraphExec {
             return Ok(false);
         }
         let (known_old, known_new) = (self.nodes.get().copied(), captured.nodes);
-        let (updated, counts) = shielded(self.ctx.raw_ctx(), |d| {
+        let (updated, counts) = shielded(self.ctx.cuda().raw(), |d| {
             let counts = if known == Some(true) {
                 None
             } else {
@@ -213,7 +212,7 @@ impl GraphExec {
             // not need it. Destroying it rather than the old source costs
             // the same at 26 and 2,600 nodes and 13 µs less at 260 (GPU run
             // 31): its nodes are still in the caches.
-            unsafe { (d.cuGraphDestroy)(graph) };
+            let _ = unsafe { graph::destroy(d, graph) };
             Ok((true, counts))
         })?;
         if let Some((old_nodes, new_nodes)) = counts {
@@ -234,7 +233,7 @@ impl GraphExec {
             return Ok(n);
         }
         let source = self.source;
-        let n = shielded(self.ctx.raw_ctx(), |d| node_count(d, source))?;
+        let n = shielded(self.ctx.cuda().raw(), |d| node_count(d, source))?;
         Ok(*self.nodes.get_or_init(|| n))
     }
 
@@ -243,23 +242,25 @@ impl GraphExec {
     /// changes the executable's parameters, not this graph).
     pub(crate) fn debug_dot(&self, path: &CStr) -> Result<()> {
         let source = self.source;
-        shielded(self.ctx.raw_ctx(), |d| {
-            let print = d.cuGraphDebugDotPrint.ok_or_else(|| Error::Unsupported {
-                feature: "cuGraphDebugDotPrint (graph DOT output)",
-                needs: "a CUDA 11.3+ driver".into(),
-            })?;
-            // SAFETY: live graph and a NUL-terminated path; the flags are a
-            // valid CUgraphDebugDot_flags value.
-            check("cuGraphDebugDotPrint", unsafe { print(source, path.as_ptr(), CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE) })
+        shielded(self.ctx.cuda().raw(), |d| {
+            // SAFETY: a live graph; the flags are a valid
+            // CUgraphDebugDot_flags value.
+            match unsafe { graph::debug_dot_print(d, source, path, CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE) } {
+                None => Err(Error::Unsupported {
+                    feature: "cuGraphDebugDotPrint (graph DOT output)",
+                    needs: "a CUDA 11.3+ driver".into(),
+                }),
+                Some(printed) => Ok(printed?),
+            }
         })
     }
 
     /// Launches on `stream` (asynchronous).
     pub(crate) fn launch(&self, stream: CUstream) -> Result<()> {
         let exec = self.exec;
-        shielded(self.ctx.raw_ctx(), |d| {
+        shielded(self.ctx.cuda().raw(), |d| {
             // SAFETY: live executable graph and stream of the same context.
-            check("cuGraphLaunch", unsafe { (d.cuGraphLaunch)(exec, stream) })
+            Ok(unsafe { graph_exec::launch(d, exec, stream) }?)
         })
     }
 }
@@ -267,22 +268,21 @@ impl GraphExec {
 impl Drop for GraphExec {
     fn drop(&mut self) {
         let exec = self.exec;
-        let _ = shielded(self.ctx.raw_ctx(), |d| {
+        let _ = shielded(self.ctx.cuda().raw(), |d| {
             // SAFETY: destroyed once; a launch still in flight completes first
             // (the driver frees it asynchronously).
-            check("cuGraphExecDestroy", unsafe { (d.cuGraphExecDestroy)(exec) })
+            Ok(unsafe { graph_exec::destroy(d, exec) }?)
         });
-        destroy_graph(self.ctx.raw_ctx(), self.source);
+        destroy_graph(self.ctx.cuda().raw(), self.source);
         // The ops' list serves the context's next recording (their modules
         // and foreign sections' graphs go now).
         if let Some(b) = self.built.take() {
-            self.ctx.sink().recycle(b.into_list());
+            self.ctx.recorder().sink().recycle(b.into_list());
         }
         // `self.ctx` is released after this, by the field drop.
     }
 }
 
-/// Nodes in a graph (`cuGraphGetNodes` walks all of them).
 /// Updates `exec` in place from `graph` through whichever ABI of
 /// `cuGraphExecUpdate` the driver has (the 10020 ABI on 10.2-11.x drivers,
 /// adapted by cuda-sys): `Ok(true)` updated; `Ok(false)` not (no such entry
@@ -296,21 +296,17 @@ impl Drop for GraphExec {
 /// thread, and nothing else uses `exec` during the call.
 pub(crate) unsafe fn update_in_place(d: &DriverFns, exec: CUgraphExec, graph: CUgraph) -> Result<bool> {
     // SAFETY: the caller's promise.
-    let Some(outcome) = (unsafe { d.graph_exec_update(exec, graph) }) else {
+    let Some(outcome) = (unsafe { graph_exec::update(d, exec, graph) }) else {
         return Ok(false);
     };
-    if outcome.refused() {
-        return Ok(false);
-    }
-    check("cuGraphExecUpdate", outcome.status)?;
-    Ok(outcome.updated())
+    let outcome = outcome?;
+    Ok(!outcome.refused() && outcome.updated())
 }
 
+/// Nodes in a graph (`cuGraphGetNodes` walks all of them).
 pub(crate) fn node_count(d: &Driver, graph: CUgraph) -> Result<usize> {
-    let mut n = 0usize;
-    // SAFETY: a live graph; a null node array asks for the count only.
-    check("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(graph, std::ptr::null_mut(), &mut n) })?;
-    Ok(n)
+    // SAFETY: a live graph.
+    Ok(unsafe { graph::node_count(d, graph) }?)
 }
 
 /// The pieces an update installs ([`Graph::replace_pieces`]): inline for a
@@ -518,14 +514,14 @@ impl<L> Graph<L> {
     /// [`Error::CaptureState`] rather than launching its remaining
     /// segments into that capture.
     pub fn replay(&self, live: &L) -> Result<()> {
-        self.ctx.ensure_not_capturing("replay a graph")?;
+        self.ctx.capture().refuse_while_recording("replay a graph")?;
         let stream = self.ctx.stream();
         for piece in &self.pieces {
             match piece {
                 Piece::Segment(Some(exec)) => exec.launch(stream)?,
                 Piece::Segment(None) | Piece::Reuse(_) => {}
                 Piece::Break(f) => {
-                    self.ctx.run_break(|| f(&self.ctx, live))?;
+                    self.ctx.capture().run_break(|| f(&self.ctx, live))?;
                     if self.ctx.is_capturing() {
                         return Err(Error::capture_state(
                             "a capture began on this context (on another thread) while this replay ran a break \

@@ -32,7 +32,8 @@
 //! **Driver ABIs.** Kernel nodes go through `cuGraphAddKernelNode` and
 //! `cuGraphExecKernelNodeSetParams` at their 12.0 ABI (v2 parameters), or
 //! at the 10000/10010 ABI with v1 parameters on older drivers (driver 470),
-//! through cuda-sys's adapters.
+//! through cuda-sys's checked calls (`cuda_sys::result::graph`), which
+//! adapt to whichever ABI the driver has.
 //!
 //! **Updates.** [`GraphBuilder::instantiate`] makes a [`BuiltGraph`], whose
 //! [`BuiltGraph::set_kernel_params`] and [`BuiltGraph::set_memset_params`]
@@ -54,12 +55,12 @@ use std::collections::HashMap;
 use std::ptr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use cuda_sys::result::{graph, graph_exec};
 use cuda_sys::*;
 
 use crate::buffer::DeviceBuffer;
 use crate::builtins::BinaryOp;
 use crate::context::Context;
-use crate::driver::check;
 use crate::error::{Error, Result};
 use crate::launch::LaunchOptions;
 use crate::module::{Kernel, KernelArg, LaunchConfig};
@@ -276,12 +277,8 @@ impl std::fmt::Debug for GraphBuilder {
 impl GraphBuilder {
     /// An empty graph of `ctx` (`cuGraphCreate`).
     pub fn new(ctx: &Context) -> Result<GraphBuilder> {
-        let graph = ctx.bound(|d| {
-            let mut g: CUgraph = ptr::null_mut();
-            // SAFETY: valid out-pointer; flags must be 0.
-            check("cuGraphCreate", unsafe { (d.cuGraphCreate)(&mut g, 0) })?;
-            Ok(g)
-        })?;
+        // Flags must be 0.
+        let graph = ctx.bound(|d| Ok(graph::create(d, 0)?))?;
         let programmatic = crate::driver::driver().map(|d| d.has_programmatic_edges()).unwrap_or(false);
         Ok(GraphBuilder {
             ctx: ctx.clone(),
@@ -460,10 +457,9 @@ impl GraphBuilder {
             .collect();
         let graph = self.graph;
         // SAFETY: our live graph, not changed during the call (`&mut self`).
-        let edges = self.ctx.bound(|d| match unsafe { d.graph_edges(graph) } {
+        let edges = self.ctx.bound(|d| match unsafe { graph::get_edges(d, graph) } {
             None => Err(Error::Unsupported { feature: "cuGraphGetEdges", needs: "a CUDA 10.0+ driver".into() }),
-            Some(Err(res)) => check("cuGraphGetEdges", res).map(|()| Vec::new()),
-            Some(Ok(e)) => Ok(e),
+            Some(edges) => Ok(edges?),
         })?;
         edges
             .into_iter()
@@ -493,10 +489,8 @@ impl GraphBuilder {
         self.flush_edges()?;
         let graph = self.graph;
         let exec = self.ctx.shielded(|d| {
-            let mut exec: CUgraphExec = ptr::null_mut();
-            // SAFETY: valid out-pointer and our live graph.
-            check("cuGraphInstantiateWithFlags", unsafe { (d.cuGraphInstantiateWithFlags)(&mut exec, graph, 0) })?;
-            Ok(exec)
+            // SAFETY: our live graph.
+            Ok(unsafe { graph_exec::instantiate(d, graph, 0) }?)
         })?;
         // The graph now belongs to the executable: not destroyed by our drop.
         self.graph = ptr::null_mut();
@@ -514,7 +508,7 @@ impl GraphBuilder {
 impl Drop for GraphBuilder {
     fn drop(&mut self) {
         if !self.graph.is_null() {
-            destroy_graph(self.ctx.raw_ctx(), self.graph);
+            destroy_graph(self.ctx.cuda().raw(), self.graph);
         }
     }
 }
@@ -549,11 +543,11 @@ impl std::fmt::Debug for BuiltGraph {
 impl BuiltGraph {
     /// Launches on the context's stream (asynchronous).
     pub fn launch(&self) -> Result<()> {
-        self.ctx.ensure_not_capturing("launch a built graph")?;
+        self.ctx.capture().refuse_while_recording("launch a built graph")?;
         let (exec, stream) = (self.exec, self.ctx.stream());
         self.ctx.shielded(|d| {
             // SAFETY: live executable graph and stream of the same context.
-            check("cuGraphLaunch", unsafe { (d.cuGraphLaunch)(exec, stream) })
+            Ok(unsafe { graph_exec::launch(d, exec, stream) }?)
         })
     }
 
@@ -664,8 +658,8 @@ impl Drop for BuiltGraph {
         let exec = self.exec;
         let _ = self.ctx.shielded(|d| {
             // SAFETY: destroyed once; a launch in flight completes first.
-            check("cuGraphExecDestroy", unsafe { (d.cuGraphExecDestroy)(exec) })
+            Ok(unsafe { graph_exec::destroy(d, exec) }?)
         });
-        destroy_graph(self.ctx.raw_ctx(), self.graph);
+        destroy_graph(self.ctx.cuda().raw(), self.graph);
     }
 }

@@ -32,10 +32,11 @@
 
 use std::sync::{Mutex, OnceLock};
 
+use cuda_sys::result::{context, green, stream};
 use cuda_sys::*;
 
 use crate::device::Device;
-use crate::driver::{check, CaptureShield};
+use crate::driver::CaptureShield;
 use crate::error::{Error, Result};
 
 /// Environment variable choosing how [`crate::Context::isolated`] isolates:
@@ -191,61 +192,72 @@ fn missing(name: &'static str) -> Error {
 /// Creates a green context over all of `device`'s SMs (shielded). Nothing
 /// is left behind on failure.
 pub(crate) fn create_green(d: &Driver, device: Device) -> Result<GreenCtx> {
-    let get_resource = d.cuDeviceGetDevResource.ok_or_else(|| missing("cuDeviceGetDevResource"))?;
-    let generate = d.cuDevResourceGenerateDesc.ok_or_else(|| missing("cuDevResourceGenerateDesc"))?;
-    let create = d.cuGreenCtxCreate.ok_or_else(|| missing("cuGreenCtxCreate"))?;
-    let destroy = d.cuGreenCtxDestroy.ok_or_else(|| missing("cuGreenCtxDestroy"))?;
-    let from_green = d.cuCtxFromGreenCtx.ok_or_else(|| missing("cuCtxFromGreenCtx"))?;
+    for (name, present) in [
+        ("cuDeviceGetDevResource", d.cuDeviceGetDevResource.is_some()),
+        ("cuDevResourceGenerateDesc", d.cuDevResourceGenerateDesc.is_some()),
+        ("cuGreenCtxCreate", d.cuGreenCtxCreate.is_some()),
+        ("cuGreenCtxDestroy", d.cuGreenCtxDestroy.is_some()),
+        ("cuCtxFromGreenCtx", d.cuCtxFromGreenCtx.is_some()),
+    ] {
+        if !present {
+            return Err(missing(name));
+        }
+    }
     let _shield = CaptureShield::raise(d)?;
-    let mut resource = CUdevResource {
-        type_: CU_DEV_RESOURCE_TYPE_INVALID,
-        _internal_padding: [0; 92],
-        __bindgen_anon_1: CUdevResource_st__bindgen_ty_1 { _oversize: [0; 48] },
-    };
-    // SAFETY: valid out-pointer to a CUdevResource of the header's layout
-    // (audited); the device handle is valid.
-    check("cuDeviceGetDevResource", unsafe { get_resource(device.handle(), &mut resource, CU_DEV_RESOURCE_TYPE_SM) })?;
+    let mut resource =
+        present(green::device_get_resource(d, device.handle(), CU_DEV_RESOURCE_TYPE_SM), "cuDeviceGetDevResource")?;
     if resource.type_ != CU_DEV_RESOURCE_TYPE_SM {
         return Err(Error::Unsupported {
             feature: "a green context",
             needs: format!("SM resources of the device (the driver returned resource type {})", resource.type_),
         });
     }
-    let mut desc: CUdevResourceDesc = std::ptr::null_mut();
-    // SAFETY: valid out-pointer; one resource, filled by the driver above.
-    check("cuDevResourceGenerateDesc", unsafe { generate(&mut desc, &mut resource, 1) })?;
-    let mut green: CUgreenCtx = std::ptr::null_mut();
-    // SAFETY: valid out-pointer, descriptor and device; the flag is the
+    // SAFETY: one resource, filled by the driver above.
+    let desc =
+        present(unsafe { green::generate_desc(d, std::slice::from_mut(&mut resource)) }, "cuDevResourceGenerateDesc")?;
+    // SAFETY: the descriptor made above, of this device; the flag is the
     // one the driver requires.
-    check("cuGreenCtxCreate", unsafe { create(&mut green, desc, device.handle(), CU_GREEN_CTX_DEFAULT_STREAM) })?;
-    let mut ctx: CUcontext = std::ptr::null_mut();
-    // SAFETY: valid out-pointer; `green` was just created.
-    let converted = check("cuCtxFromGreenCtx", unsafe { from_green(&mut ctx, green) });
-    let mut primary: CUcontext = std::ptr::null_mut();
-    let found = converted.and_then(|()| {
+    let green =
+        present(unsafe { green::create(d, desc, device.handle(), CU_GREEN_CTX_DEFAULT_STREAM) }, "cuGreenCtxCreate")?;
+    let found = (|| -> Result<(CUcontext, CUcontext)> {
+        // SAFETY: `green` was just created.
+        let ctx = present(unsafe { green::context_of(d, green) }, "cuCtxFromGreenCtx")?;
         // The green context holds a reference to the primary context, so
         // this retain and release only read its handle: it is neither
         // created nor torn down here.
-        // SAFETY: valid out-pointer and device handle.
-        check("cuDevicePrimaryCtxRetain", unsafe { (d.cuDevicePrimaryCtxRetain)(&mut primary, device.handle()) })?;
+        let primary = context::primary_retain(d, device.handle())?;
         // SAFETY: releases the reference taken just above.
-        check("cuDevicePrimaryCtxRelease", unsafe { (d.cuDevicePrimaryCtxRelease)(device.handle()) })
-    });
-    if let Err(e) = found {
-        // SAFETY: destroys the green context created above, used by nothing.
-        unsafe { destroy(green) };
-        return Err(e);
+        unsafe { context::primary_release(d, device.handle()) }?;
+        Ok((ctx, primary))
+    })();
+    match found {
+        Ok((ctx, primary)) => Ok(GreenCtx { green, ctx, primary }),
+        Err(e) => {
+            // SAFETY: destroys the green context created above, used by nothing.
+            let _ = unsafe { green::destroy(d, green) };
+            Err(e)
+        }
     }
-    Ok(GreenCtx { green, ctx, primary })
+}
+
+/// The result of a green-context entry, or [`missing`] where the driver
+/// lacks it.
+fn present<T>(called: Option<cuda_sys::result::Result<T>>, name: &'static str) -> Result<T> {
+    match called {
+        Some(r) => Ok(r?),
+        None => Err(missing(name)),
+    }
 }
 
 /// Destroys a green context (shielded). Its streams and modules must be
 /// gone.
 pub(crate) fn destroy_green(d: &Driver, green: CUgreenCtx) {
-    let Some(destroy) = d.cuGreenCtxDestroy else { return };
+    if d.cuGreenCtxDestroy.is_none() {
+        return;
+    }
     let _shield = CaptureShield::raise(d);
     // SAFETY: a green context of ours that nothing refers to any more.
-    unsafe { destroy(green) };
+    let _ = unsafe { green::destroy(d, green) };
 }
 
 /// Creates the library's non-blocking stream of a green context: with
@@ -253,15 +265,13 @@ pub(crate) fn destroy_green(d: &Driver, green: CUgreenCtx) {
 /// `cuStreamCreate` while the green context's `CUcontext` is current on
 /// this thread (the caller binds it).
 pub(crate) fn green_stream(d: &Driver, green: CUgreenCtx) -> Result<CUstream> {
-    let mut s: CUstream = std::ptr::null_mut();
-    match d.cuGreenCtxStreamCreate {
-        // SAFETY: valid out-pointer and green context; the flag is the one
-        // the driver requires, priority 0 the default.
-        Some(create) => check("cuGreenCtxStreamCreate", unsafe { create(&mut s, green, CU_STREAM_NON_BLOCKING, 0) })?,
-        // SAFETY: valid out-pointer; the green context is current.
-        None => check("cuStreamCreate", unsafe { (d.cuStreamCreate)(&mut s, CU_STREAM_NON_BLOCKING) })?,
+    // SAFETY: a live green context; the flag is the one the driver
+    // requires, priority 0 the default.
+    match unsafe { green::stream_create(d, green, CU_STREAM_NON_BLOCKING, 0) } {
+        Some(made) => Ok(made?),
+        // The green context is current (the caller binds it).
+        None => Ok(stream::create(d, CU_STREAM_NON_BLOCKING)?),
     }
-    Ok(s)
 }
 
 #[cfg(test)]

@@ -31,9 +31,9 @@
 //! ends.
 //! Eagerly, [`Context::synchronize`] on a lane waits for that lane only.
 
+pub use crate::context::streams::MAX_LANES;
 use crate::context::Context;
 use crate::error::{Error, Result};
-pub use crate::lane_streams::MAX_LANES;
 
 impl Context {
     /// This context's lane `i` (0: the context itself; at most
@@ -81,22 +81,22 @@ impl Context {
         if a == b {
             return Ok(());
         }
-        if let Some(l) = self.sink().foreign_lane().filter(|&l| l == a || l == b) {
+        if let Some(l) = self.recorder().sink().foreign_lane().filter(|&l| l == a || l == b) {
             return Err(Error::capture_state(format!(
                 "lane {l} cannot wait or be waited for while a foreign section captures its stream; end the \
                  section first"
             )));
         }
-        if self.records_by_construction() && self.record_wait(a, b) {
+        if self.records_by_construction() && self.recorder().sink().wait(a, b) {
             return Ok(());
         }
         let (_, theirs) = self.lane_handle(b)?;
         let (mine, theirs_stream) = (self.stream(), other.stream());
         self.bound(|d| {
             // SAFETY: the event and stream of lane `b` of this context.
-            crate::driver::check("cuEventRecord", unsafe { (d.cuEventRecord)(theirs.event, theirs_stream) })?;
+            unsafe { cuda_sys::result::event::record(d, theirs.event, theirs_stream) }?;
             // SAFETY: a stream of this context and that event.
-            crate::driver::check("cuStreamWaitEvent", unsafe { (d.cuStreamWaitEvent)(mine, theirs.event, 0) })
+            Ok(unsafe { cuda_sys::result::stream::wait_event(d, mine, theirs.event, 0) }?)
         })
     }
 }

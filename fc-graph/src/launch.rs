@@ -49,14 +49,14 @@
 //! (read once) binds before every launch, as on older drivers.
 
 use std::os::raw::c_void;
-use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 
+use cuda_sys::result::kernel;
 use cuda_sys::*;
 
 use crate::context::Context;
 use crate::device::Device;
-use crate::driver::{driver, ContextBinding, Failed};
+use crate::driver::{driver, ContextBinding};
 use crate::error::Result;
 use crate::launch_config::LaunchConfig;
 
@@ -147,24 +147,18 @@ impl Context {
     /// user kernels that opted in. Launches already queued or captured keep
     /// what they were launched with. See the [`crate::launch`] module.
     pub fn set_pdl(&self, on: bool) {
-        self.pdl_switch_cell().store(on, Ordering::Relaxed);
+        self.kernels().set_pdl_switch(on);
     }
 
     /// Whether built-in kernels launched on this context now use PDL: the
     /// switch is on, `FC_PDL` allows it, and the device and driver can
     /// (once the built-ins are loaded: their sm_90 variant was loaded).
     pub fn pdl_enabled(&self) -> bool {
-        self.pdl_switch_on()
-            && match self.builtins_use_pdl() {
+        self.kernels().pdl_switch_on()
+            && match self.kernels().builtins_use_pdl() {
                 Some(loaded) => loaded,
                 None => pdl_allowed_on(&self.device()),
             }
-    }
-
-    /// This context's switch (on unless [`Context::set_pdl`] turned it off).
-    #[inline]
-    pub(crate) fn pdl_switch_on(&self) -> bool {
-        self.pdl_switch_cell().load(Ordering::Relaxed)
     }
 }
 
@@ -198,9 +192,9 @@ pub(crate) unsafe fn launch_kernel(
     let d = driver()?;
     let stream = ctx.stream();
     let (g, b) = (cfg.grid, cfg.block);
-    let ex = d.cuLaunchKernelEx.filter(|_| pdl);
-    let launch = || match ex {
-        Some(launch_ex) => {
+    let ex = pdl && d.cuLaunchKernelEx.is_some();
+    let launch = || -> std::result::Result<(), DriverError> {
+        if ex {
             let mut attr = pdl_attribute();
             let config = CUlaunchConfig {
                 gridDimX: g.0,
@@ -215,44 +209,32 @@ pub(crate) unsafe fn launch_kernel(
                 numAttrs: 1,
             };
             // SAFETY: `config` and its one attribute live across the call;
-            // `f` and `params` per this function's contract.
-            unsafe { launch_ex(&config, f, params, std::ptr::null_mut()) }
+            // `f` and `params` per this function's contract. The driver has
+            // the entry (`ex`), so this is `Some`.
+            if let Some(launched) = unsafe { kernel::launch_ex(d, &config, f, params, std::ptr::null_mut()) } {
+                return launched;
+            }
         }
         // SAFETY: live function and stream of one context; `params` per
         // this function's contract.
-        None => unsafe {
-            (d.cuLaunchKernel)(
-                f,
-                g.0,
-                g.1,
-                g.2,
-                b.0,
-                b.1,
-                b.2,
-                cfg.shared_mem_bytes,
-                stream,
-                params,
-                std::ptr::null_mut(),
-            )
-        },
+        unsafe { kernel::launch(d, f, g, b, cfg.shared_mem_bytes, stream, params, std::ptr::null_mut()) }
     };
-    let call = if ex.is_some() { "cuLaunchKernelEx" } else { "cuLaunchKernel" };
     // The failure stays a small value until the end: a launch is the
     // hottest path of a capture, and building an `Error` is not free.
-    let launched = (|| -> std::result::Result<(), Failed> {
+    let launched = (|| -> std::result::Result<(), DriverError> {
         if launches_unbound(d) {
-            let res = launch();
-            if !refused_for_context(res) {
-                return Failed::check(call, res);
+            match launch() {
+                Err(e) if refused_for_context(e.code) => {}
+                done => return done,
             }
             // The driver wanted the context current after all: bind, retry.
         }
-        let _bind = ContextBinding::bind_raw(d, ctx.raw_ctx())?;
-        Failed::check(call, launch())
+        let _bind = ContextBinding::bind_raw(d, ctx.cuda().raw())?;
+        launch()
     })();
     match launched {
         Ok(()) => {
-            ctx.segment_trace().note_kernel(ex.is_some());
+            ctx.recorder().trace().note_kernel(ex);
             Ok(())
         }
         Err(failed) => Err(ctx.failed(failed)),

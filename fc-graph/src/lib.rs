@@ -327,13 +327,18 @@
 //!
 //! ## Layout
 //!
-//! [`driver()`] loads the driver ([`cuda_sys`]); [`device`], [`context`],
-//! [`buffer`] and [`pool`] hold devices, contexts and memory; [`builtins`]
+//! [`driver()`] loads the driver ([`cuda_sys`]; every driver call goes
+//! through its checked-call layer, `cuda_sys::result`); [`device`],
+//! [`context`], [`buffer`] and [`pool`] hold devices, contexts and memory
+//! (a context is a composition of parts: its CUDA context, streams,
+//! recorder, capture state, capture pool and kernel set: [their
+//! map](context#parts) says what each owns and who calls it); [`builtins`]
 //! and [`module`] the kernels, [`launch`] how they are launched (with
 //! programmatic dependent launch where it pays); [`recording`] (a
 //! recording: its segments, breaks and foreign sections; how it takes the
 //! work is [`recording_mode`]'s choice), [`capture`] (its guard and
-//! re-recording), [`capture_state`] (one recording per context) and
+//! re-recording; [`CaptureMode`] beside it), [`capture_state`] (one
+//! recording per context) and
 //! [`graph`] record and replay; [`graph_builder`] builds graphs node by
 //! node explicitly;
 //! [`isolation`] how isolated contexts are made; [`event`]
@@ -346,6 +351,7 @@ mod builtin_kernels;
 pub mod builtins;
 pub mod cache;
 pub mod capture;
+mod capture_mode;
 pub mod capture_state;
 pub mod conditional;
 pub mod conditional_kernels;
@@ -359,7 +365,6 @@ mod gate;
 pub mod graph;
 pub mod graph_builder;
 pub mod isolation;
-mod lane_streams;
 pub mod lanes;
 pub mod launch;
 mod launch_config;
@@ -380,8 +385,9 @@ pub use buffer::{DeviceBuffer, Origin};
 pub use builtins::BinaryOp;
 pub use cache::{CacheConfig, CacheStats, GraphCache, Outcome};
 pub use capture::{break_here, Capture, Recaptured};
+pub use capture_mode::CaptureMode;
 pub use conditional::Conditional;
-pub use context::{CaptureMode, Context, ContextKind};
+pub use context::{Context, ContextKind};
 pub use device::Device;
 pub use driver::driver;
 pub use error::{Error, Result};

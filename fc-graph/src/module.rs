@@ -9,8 +9,7 @@ use std::sync::Arc;
 use cuda_sys::*;
 
 use crate::buffer::DeviceBuffer;
-use crate::context::Context;
-use crate::driver::{bound, check};
+use crate::context::{Context, CudaContext};
 use crate::error::{Error, Result};
 use crate::launch::{launch_kernel, pdl_env_allows, supports_pdl, LaunchOptions};
 pub use crate::launch_config::{LaunchConfig, LaunchLimits};
@@ -29,7 +28,7 @@ pub(crate) struct OwnedModule {
 impl OwnedModule {
     /// JIT-compiles `ptx` in `ctx`, which the module keeps alive.
     fn load(ctx: &Context, ptx: &str) -> Result<OwnedModule> {
-        Ok(OwnedModule { handle: ModuleHandle::load(ctx.raw_ctx(), ptx)?, _owner: ctx.clone() })
+        Ok(OwnedModule { handle: ModuleHandle::load(ctx.cuda().raw(), ptx)?, _owner: ctx.clone() })
     }
 }
 
@@ -59,7 +58,7 @@ impl Module {
     /// A kernel by name (launched plainly until [`Kernel::set_pdl`]).
     pub fn kernel(&self, name: &str) -> Result<Kernel> {
         let (func, entry) = self.handle.handle.function(name)?;
-        let limits = query_limits(&self.ctx, func)?;
+        let limits = query_limits(self.ctx.cuda(), func)?;
         Ok(Kernel {
             ctx: self.ctx.clone(),
             _module: self.handle.clone(),
@@ -72,15 +71,14 @@ impl Module {
     }
 }
 
-/// The limits of launches of `f`, a function of `ctx`.
-fn query_limits(ctx: &Context, f: CUfunction) -> Result<LaunchLimits> {
-    let device = ctx.device();
+/// The limits of launches of `f`, a function of `cuda`.
+fn query_limits(cuda: &CudaContext, f: CUfunction) -> Result<LaunchLimits> {
+    let device = cuda.device();
     let dev = |attr| device.attribute(attr).map(|v| v.max(0) as u32);
     let func = |attr| {
-        bound(ctx.raw_ctx(), |d| {
-            let mut v: std::os::raw::c_int = 0;
-            // SAFETY: valid out-pointer and a live function of this context.
-            check("cuFuncGetAttribute", unsafe { (d.cuFuncGetAttribute)(&mut v, attr, f) })?;
+        cuda.bound(|d| {
+            // SAFETY: a live function of this context.
+            let v = unsafe { cuda_sys::result::kernel::get_attribute(d, attr, f) }?;
             Ok(v.max(0) as u32)
         })
     };
@@ -233,7 +231,7 @@ impl Kernel {
 
     /// Whether a launch with `opts` on `ctx` uses PDL.
     pub fn uses_pdl(&self, ctx: &Context, opts: LaunchOptions) -> bool {
-        opts.pdl && self.pdl_capable && pdl_env_allows() && ctx.pdl_switch_on()
+        opts.pdl && self.pdl_capable && pdl_env_allows() && ctx.kernels().pdl_switch_on()
     }
 
     /// What one launch may ask for (checked by every launch).

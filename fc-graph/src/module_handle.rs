@@ -3,11 +3,12 @@
 //! own parameter list, unloading.
 
 use std::ffi::CString;
-use std::os::raw::{c_char, c_uint, c_void};
+use std::os::raw::c_void;
 
+use cuda_sys::result::{kernel, link, module};
 use cuda_sys::*;
 
-use crate::driver::{bound, check, RawCtx};
+use crate::driver::{bound, RawCtx};
 use crate::error::{Error, Result};
 use crate::ptx_params::{find_entry, parse_entries, PtxEntry};
 
@@ -36,20 +37,10 @@ impl ModuleHandle {
             let mut log = vec![0u8; 8192];
             let mut options = [CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
             let mut values = [log.as_mut_ptr().cast::<c_void>(), log.len() as *mut c_void];
-            let mut m: CUmodule = std::ptr::null_mut();
-            // SAFETY: `image` is NUL-terminated PTX; the option arrays have two
-            // entries each and the log buffer outlives the call.
-            let res = unsafe {
-                (d.cuModuleLoadDataEx)(
-                    &mut m,
-                    image.as_ptr().cast(),
-                    options.len() as c_uint,
-                    options.as_mut_ptr(),
-                    values.as_mut_ptr(),
-                )
-            };
-            check("cuModuleLoadDataEx", res).map_err(|e| with_jit_log(e, &log))?;
-            Ok(m)
+            // SAFETY: `image` is NUL-terminated PTX; one value per option, and
+            // the log buffer outlives the call.
+            let loaded = unsafe { module::load_data_ex(d, image.as_ptr().cast(), &mut options, &mut values) };
+            loaded.map_err(|e| with_jit_log(e.into(), &log))
         })?;
         Ok(ModuleHandle { raw_ctx, module, entries })
     }
@@ -68,55 +59,36 @@ impl ModuleHandle {
             let mut log = vec![0u8; 8192];
             let mut options = [CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
             let mut values = [log.as_mut_ptr().cast::<c_void>(), log.len() as *mut c_void];
-            let mut state: CUlinkState = std::ptr::null_mut();
-            // SAFETY: two options with their values; the log buffer outlives
-            // the link state (destroyed below, before `log` is dropped).
-            let res = unsafe {
-                (d.cuLinkCreate)(options.len() as c_uint, options.as_mut_ptr(), values.as_mut_ptr(), &mut state)
-            };
-            check("cuLinkCreate", res)?;
+            // SAFETY: one value per option; the log buffer outlives the link
+            // state (destroyed below, before `log` is dropped).
+            let state = unsafe { link::create(d, &mut options, &mut values) }?;
+            let jit_failure = |e: DriverError| with_jit_log(e.into(), &log);
             let linked = (|| {
-                // SAFETY: a live link state; NUL-terminated PTX of the
-                // given size (with its NUL), a NUL-terminated name.
-                let res = unsafe {
-                    (d.cuLinkAddData)(
+                // SAFETY: a live link state; NUL-terminated PTX (with its
+                // NUL), a NUL-terminated name.
+                unsafe {
+                    link::add_data(
+                        d,
                         state,
                         CU_JIT_INPUT_PTX,
-                        image.as_ptr() as *mut c_void,
-                        image.as_bytes_with_nul().len(),
-                        c"fc-graph.ptx".as_ptr(),
-                        0,
-                        std::ptr::null_mut(),
-                        std::ptr::null_mut(),
+                        image.as_bytes_with_nul(),
+                        c"fc-graph.ptx",
+                        &mut [],
+                        &mut [],
                     )
-                };
-                check("cuLinkAddData", res).map_err(|e| with_jit_log(e, &log))?;
+                }
+                .map_err(jit_failure)?;
                 // SAFETY: a live link state; a NUL-terminated path.
-                let res = unsafe {
-                    (d.cuLinkAddFile)(
-                        state,
-                        CU_JIT_INPUT_LIBRARY,
-                        path.as_ptr(),
-                        0,
-                        std::ptr::null_mut(),
-                        std::ptr::null_mut(),
-                    )
-                };
-                check("cuLinkAddFile", res).map_err(|e| with_jit_log(e, &log))?;
-                let (mut cubin, mut size): (*mut c_void, usize) = (std::ptr::null_mut(), 0);
-                // SAFETY: a live link state; valid out-pointers. The image
-                // belongs to the state and is read before it is destroyed.
-                let res = unsafe { (d.cuLinkComplete)(state, &mut cubin, &mut size) };
-                check("cuLinkComplete", res).map_err(|e| with_jit_log(e, &log))?;
-                let mut m: CUmodule = std::ptr::null_mut();
+                unsafe { link::add_file(d, state, CU_JIT_INPUT_LIBRARY, &path, &mut [], &mut []) }
+                    .map_err(jit_failure)?;
+                // SAFETY: a live link state. The image belongs to the state
+                // and is read before it is destroyed.
+                let (cubin, _size) = unsafe { link::complete(d, state) }.map_err(jit_failure)?;
                 // SAFETY: the linked image, alive until the state is destroyed.
-                check("cuModuleLoadDataEx", unsafe {
-                    (d.cuModuleLoadDataEx)(&mut m, cubin, 0, std::ptr::null_mut(), std::ptr::null_mut())
-                })?;
-                Ok(m)
+                Ok(unsafe { module::load_data_ex(d, cubin, &mut [], &mut []) }?)
             })();
             // SAFETY: the state created above, destroyed once.
-            unsafe { (d.cuLinkDestroy)(state) };
+            let _ = unsafe { link::destroy(d, state) };
             linked
         })?;
         Ok(ModuleHandle { raw_ctx, module, entries })
@@ -130,12 +102,8 @@ impl ModuleHandle {
         let cname = CString::new(name).map_err(|_| Error::invalid("kernel name contains a NUL byte"))?;
         let module = self.module;
         let f = bound(self.raw_ctx, |d| {
-            let mut f: CUfunction = std::ptr::null_mut();
-            // SAFETY: valid out-pointer, live module, NUL-terminated name.
-            check("cuModuleGetFunction", unsafe {
-                (d.cuModuleGetFunction)(&mut f, module, cname.as_ptr() as *const c_char)
-            })?;
-            Ok(f)
+            // SAFETY: a live module.
+            Ok(unsafe { module::get_function(d, module, &cname) }?)
         })?;
         self.cross_check(f, &entry)?;
         Ok((f, entry))
@@ -149,20 +117,21 @@ impl ModuleHandle {
     /// parser, tested on its own, is the authority on the count).
     fn cross_check(&self, f: CUfunction, entry: &PtxEntry) -> Result<()> {
         bound(self.raw_ctx, |d| {
-            let Some(param_info) = d.cuFuncGetParamInfo else { return Ok(()) };
-            let (mut offset, mut size) = (0usize, 0usize);
             for (i, p) in entry.params.iter().enumerate() {
-                // SAFETY: live function; valid out-pointers; `i` is below the
-                // parameter count the PTX declares.
-                let res = unsafe { param_info(f, i, &mut offset, &mut size) };
-                if res == CUDA_ERROR_INVALID_VALUE {
-                    return Err(Error::invalid(format!(
-                        "{}: the driver knows {i} parameters, the PTX text declares {}",
-                        entry.name,
-                        entry.params.len()
-                    )));
-                }
-                check("cuFuncGetParamInfo", res)?;
+                // SAFETY: live function; `i` is below the parameter count the
+                // PTX declares. A driver without the entry: nothing to check.
+                let Some(info) = (unsafe { kernel::get_param_info(d, f, i) }) else { return Ok(()) };
+                let size = match info {
+                    Ok((_offset, size)) => size,
+                    Err(e) if e.code == CUDA_ERROR_INVALID_VALUE => {
+                        return Err(Error::invalid(format!(
+                            "{}: the driver knows {i} parameters, the PTX text declares {}",
+                            entry.name,
+                            entry.params.len()
+                        )));
+                    }
+                    Err(e) => return Err(e.into()),
+                };
                 if size != p.size {
                     return Err(Error::invalid(format!(
                         "{}: parameter {i} ({}) is {size} bytes to the driver, {} bytes in the PTX text",
@@ -191,7 +160,7 @@ impl Drop for ModuleHandle {
         let module = self.module;
         let _ = crate::driver::shielded(self.raw_ctx, |d| {
             // SAFETY: loaded by us, unloaded once; kernels hold the handle alive.
-            check("cuModuleUnload", unsafe { (d.cuModuleUnload)(module) })
+            Ok(unsafe { module::unload(d, module) }?)
         });
     }
 }

@@ -7,19 +7,21 @@
 //!   update compares them instead of asking the driver.
 //! - [`MemsetRaw`]: a memset node's parameters.
 //! - [`add_kernel_node`], [`update_kernel_node`], [`add_edges`]: through
-//!   whichever ABI the driver has (cuda-sys's adapters: the 12.0 ABIs with
-//!   v2 kernel parameters, or the 10000/10010 ABIs with v1 parameters on
-//!   older drivers such as 470).
+//!   whichever ABI the driver has (cuda-sys's checked calls,
+//!   `cuda_sys::result::{graph, graph_exec}`, over its adapters: the 12.0
+//!   ABIs with v2 kernel parameters, or the 10000/10010 ABIs with v1
+//!   parameters on older drivers such as 470).
 //! - [`programmatic_edge`]: which edges carry PDL; [`PendingEdges`]: those
 //!   not yet given to the driver, in batches of [`EDGE_BATCH`].
 
 use std::os::raw::c_void;
 use std::ptr;
 
+use cuda_sys::result::{graph, graph_exec};
 use cuda_sys::*;
 use smallvec::SmallVec;
 
-use crate::driver::{check, shielded, Failed, RawCtx};
+use crate::driver::{shielded, RawCtx};
 use crate::error::{Error, Result};
 use crate::launch_config::LaunchConfig;
 
@@ -219,14 +221,13 @@ pub(crate) unsafe fn add_kernel_node_params(
     p: &CUDA_KERNEL_NODE_PARAMS_v2,
 ) -> Result<CUgraphNode> {
     // SAFETY: the caller's promise; the parameters live across the call.
-    let added = unsafe { d.graph_add_kernel_node(graph, deps, p) };
+    let added = unsafe { graph::add_kernel_node(d, graph, deps, p) };
     match added {
         None => Err(Error::Unsupported {
             feature: "cuGraphAddKernelNode (graph building)",
             needs: "a CUDA 10.0+ driver".into(),
         }),
-        Some(Ok(node)) => Ok(node),
-        Some(Err(res)) => Err(Failed { call: "cuGraphAddKernelNode", res }.into_error()),
+        Some(added) => Ok(added?),
     }
 }
 
@@ -242,12 +243,9 @@ pub(crate) unsafe fn add_memset_node(
     m: &MemsetRaw,
     ctx: CUcontext,
 ) -> Result<CUgraphNode> {
-    let mut node: CUgraphNode = ptr::null_mut();
     let p = m.params();
-    let deps_ptr = if deps.is_empty() { ptr::null() } else { deps.as_ptr() };
     // SAFETY: the caller's promise; `p` lives across the call.
-    let res = unsafe { (d.cuGraphAddMemsetNode)(&mut node, graph, deps_ptr, deps.len(), &p, ctx) };
-    check("cuGraphAddMemsetNode", res).map(|()| node)
+    Ok(unsafe { graph::add_memset_node(d, graph, deps, &p, ctx) }?)
 }
 
 /// Adds a copy of `child` as one node after `deps`.
@@ -261,11 +259,8 @@ pub(crate) unsafe fn add_child_node(
     deps: &[CUgraphNode],
     child: CUgraph,
 ) -> Result<CUgraphNode> {
-    let mut node: CUgraphNode = ptr::null_mut();
-    let deps_ptr = if deps.is_empty() { ptr::null() } else { deps.as_ptr() };
     // SAFETY: the caller's promise; the child is copied.
-    let res = unsafe { (d.cuGraphAddChildGraphNode)(&mut node, graph, deps_ptr, deps.len(), child) };
-    check("cuGraphAddChildGraphNode", res).map(|()| node)
+    Ok(unsafe { graph::add_child_graph_node(d, graph, deps, child) }?)
 }
 
 /// A conditional handle of `graph` (default value 0, applied at every
@@ -278,13 +273,11 @@ pub(crate) unsafe fn create_conditional_handle(
     graph: CUgraph,
     ctx: CUcontext,
 ) -> Result<CUgraphConditionalHandle> {
-    let Some(create) = d.cuGraphConditionalHandleCreate else {
-        return Err(Error::Unsupported { feature: "conditional nodes", needs: "a CUDA 12.3+ driver".into() });
-    };
-    let mut handle: CUgraphConditionalHandle = 0;
-    // SAFETY: the caller's promise; a valid out-pointer.
-    let res = unsafe { create(&mut handle, graph, ctx, 0, CU_GRAPH_COND_ASSIGN_DEFAULT) };
-    check("cuGraphConditionalHandleCreate", res).map(|()| handle)
+    // SAFETY: the caller's promise.
+    match unsafe { graph::conditional_handle_create(d, graph, ctx, 0, CU_GRAPH_COND_ASSIGN_DEFAULT) } {
+        None => Err(Error::Unsupported { feature: "conditional nodes", needs: "a CUDA 12.3+ driver".into() }),
+        Some(handle) => Ok(handle?),
+    }
 }
 
 /// Adds a conditional node of `type_` with `size` bodies after `dep`;
@@ -310,15 +303,14 @@ pub(crate) unsafe fn add_conditional_node(
         ctx,
     });
     // SAFETY: the caller's promise; `params` lives across the call.
-    let node = match unsafe { d.graph_add_node(graph, &[dep], None, &mut params) } {
+    let node = match unsafe { graph::add_node(d, graph, &[dep], None, &mut params) } {
         None => {
             return Err(Error::Unsupported {
                 feature: "conditional nodes (cuGraphAddNode)",
                 needs: "a CUDA 12.3+ driver".into(),
             })
         }
-        Some(Err(res)) => return Err(Failed { call: "cuGraphAddNode", res }.into_error()),
-        Some(Ok(node)) => node,
+        Some(added) => added?,
     };
     let out = params.conditional_params().map(|c| c.phGraph_out).unwrap_or(ptr::null_mut());
     if out.is_null() {
@@ -371,13 +363,13 @@ pub(crate) unsafe fn set_kernel_node_params(
     p: &CUDA_KERNEL_NODE_PARAMS_v2,
 ) -> Result<()> {
     // SAFETY: the caller's promise; the parameters live across the call.
-    let res = unsafe { d.graph_exec_kernel_node_set_params(exec, node, p) };
-    match res {
+    let set = unsafe { graph_exec::kernel_node_set_params(d, exec, node, p) };
+    match set {
         None => Err(Error::Unsupported {
             feature: "cuGraphExecKernelNodeSetParams (node-by-node update)",
             needs: "a CUDA 10.1+ driver".into(),
         }),
-        Some(res) => check("cuGraphExecKernelNodeSetParams", res),
+        Some(set) => Ok(set?),
     }
 }
 
@@ -396,7 +388,7 @@ pub(crate) unsafe fn update_memset_node(
 ) -> Result<()> {
     let p = m.params();
     // SAFETY: the caller's promise; `p` lives across the call.
-    check("cuGraphExecMemsetNodeSetParams", unsafe { (d.cuGraphExecMemsetNodeSetParams)(exec, node, &p, ctx) })
+    Ok(unsafe { graph_exec::memset_node_set_params(d, exec, node, &p, ctx) }?)
 }
 
 /// Adds the pending edges `from[i] -> to[i]` with `data[i]`, in one call.
@@ -414,9 +406,9 @@ pub(crate) unsafe fn add_edges(
         return Ok(());
     }
     // SAFETY: the caller's promise; equal-length arrays.
-    match unsafe { d.graph_add_dependencies(graph, from, to, Some(data)) } {
+    match unsafe { graph::add_dependencies(d, graph, from, to, Some(data)) } {
         None => Err(Error::Unsupported { feature: "cuGraphAddDependencies", needs: "a CUDA 10.0+ driver".into() }),
-        Some(res) => check("cuGraphAddDependencies", res),
+        Some(added) => Ok(added?),
     }
 }
 
@@ -457,30 +449,22 @@ impl ChildShape {
 /// `graph` is a live graph of the context current on this thread, not
 /// changed by another thread during the call.
 pub(crate) unsafe fn child_shape(d: &DriverFns, graph: CUgraph) -> Result<ChildShape> {
-    let mut n = 0usize;
-    // SAFETY: the caller's live graph; a null array asks for the count.
-    check("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(graph, ptr::null_mut(), &mut n) })?;
-    if n == 0 {
+    // SAFETY: the caller's live graph. An empty one takes one call.
+    let nodes = unsafe { graph::get_nodes(d, graph) }?;
+    if nodes.is_empty() {
         return Ok(ChildShape { types: Vec::new(), edges: Vec::new() });
     }
-    let mut nodes: Vec<CUgraphNode> = vec![ptr::null_mut(); n];
-    // SAFETY: room for `n` nodes; the driver writes at most `n`.
-    check("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(graph, nodes.as_mut_ptr(), &mut n) })?;
-    nodes.truncate(n);
-    let mut types = Vec::with_capacity(n);
+    let mut types = Vec::with_capacity(nodes.len());
     for &node in &nodes {
-        let mut t: CUgraphNodeType = 0;
-        // SAFETY: a node of the caller's graph; valid out-pointer.
-        check("cuGraphNodeGetType", unsafe { (d.cuGraphNodeGetType)(node, &mut t) })?;
-        types.push(t);
+        // SAFETY: a node of the caller's graph.
+        types.push(unsafe { graph::node_get_type(d, node) }?);
     }
     let index: std::collections::HashMap<usize, u32> =
         nodes.iter().enumerate().map(|(i, &node)| (node as usize, i as u32)).collect();
     // SAFETY: the caller's promise.
-    let edges = match unsafe { d.graph_edges(graph) } {
+    let edges = match unsafe { graph::get_edges(d, graph) } {
         None => return Err(Error::Unsupported { feature: "cuGraphGetEdges", needs: "a CUDA 10.0+ driver".into() }),
-        Some(Err(res)) => return Err(Failed { call: "cuGraphGetEdges", res }.into_error()),
-        Some(Ok(e)) => e,
+        Some(edges) => edges?,
     };
     let mut out = Vec::with_capacity(edges.len());
     for e in edges {
@@ -508,14 +492,14 @@ pub(crate) unsafe fn update_child_node(
     node: CUgraphNode,
     child: CUgraph,
 ) -> Result<()> {
-    let Some(f) = d.cuGraphExecChildGraphNodeSetParams else {
-        return Err(Error::Unsupported {
+    // SAFETY: the caller's promise.
+    match unsafe { graph_exec::child_graph_node_set_params(d, exec, node, child) } {
+        None => Err(Error::Unsupported {
             feature: "cuGraphExecChildGraphNodeSetParams",
             needs: "a CUDA 11.1+ driver".into(),
-        });
-    };
-    // SAFETY: the caller's promise.
-    check("cuGraphExecChildGraphNodeSetParams", unsafe { f(exec, node, child) })
+        }),
+        Some(set) => Ok(set?),
+    }
 }
 
 /// Most programmatic edges a graph under construction waits for: they are
@@ -579,7 +563,7 @@ pub(crate) fn destroy_graph(raw_ctx: RawCtx, graph: CUgraph) {
     let _ = shielded(raw_ctx, |d| {
         // SAFETY: a graph we own, destroyed once; executables made from it do
         // not need it.
-        check("cuGraphDestroy", unsafe { (d.cuGraphDestroy)(graph) })
+        Ok(unsafe { graph::destroy(d, graph) }?)
     });
 }
 

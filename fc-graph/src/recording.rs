@@ -22,13 +22,15 @@
 //!
 //! [`RecordingMode::Auto`]: crate::RecordingMode::Auto
 
+use cuda_sys::result::stream;
 use cuda_sys::*;
 use smallvec::SmallVec;
 
 use crate::built_segment::{materialize, Built, Fit};
+use crate::capture_mode::CaptureMode;
 use crate::capture_state::ThreadTag;
-use crate::context::{lock, CaptureMode, Context};
-use crate::driver::{bound, check, RawCtx};
+use crate::context::{Context, CudaContext, Recorder};
+use crate::driver::{bound, RawCtx};
 use crate::error::{Error, Result};
 use crate::graph::{node_count, BreakFn, Captured, Graph, GraphExec, NewPieces, Piece, UpdateReport};
 use crate::nodes::{child_shape, destroy_graph};
@@ -117,14 +119,14 @@ impl<L> Recording<L> {
                 ctx.lane_index()
             )));
         }
-        let in_break = ctx.in_break();
-        let mut state = lock(ctx.capture_state_cell());
+        let in_break = ctx.capture().in_break();
+        let mut state = ctx.capture().state();
         state.check_can_begin(in_break)?;
         let built = !ctx.recordings_capture();
         if built {
-            ctx.sink().open();
+            ctx.recorder().sink().open();
         } else {
-            begin_segment(ctx, mode)?;
+            begin_segment(ctx.cuda(), ctx.recorder(), ctx.stream(), mode)?;
         }
         let mut rec = Recording {
             ctx: ctx.clone(),
@@ -170,7 +172,7 @@ impl<L> Recording<L> {
         if self.mode == CaptureMode::Relaxed {
             return Ok(());
         }
-        lock(self.ctx.capture_state_cell()).check_owner(ThreadTag::current_tid(), what)
+        self.ctx.capture().state().check_owner(ThreadTag::current_tid(), what)
     }
 
     fn fail(&mut self, e: Error) -> Error {
@@ -229,13 +231,13 @@ impl<L> Recording<L> {
         }
         let stream = lane.stream();
         let lane_index = lane.lane_index();
-        ctx.sink().pause(lane_index);
-        let begun = bound(ctx.raw_ctx(), |d| {
+        ctx.recorder().sink().pause(lane_index);
+        let begun = bound(ctx.cuda().raw(), |d| {
             // SAFETY: our stream, not capturing; the mode is a valid value.
-            check("cuStreamBeginCapture", unsafe { (d.cuStreamBeginCapture)(stream, mode.raw()) })
+            Ok(unsafe { stream::begin_capture(d, stream, mode.raw()) }?)
         });
         if let Err(e) = begun {
-            ctx.sink().resume();
+            ctx.recorder().sink().resume();
             return Err(e);
         }
         self.foreign = Some(Foreign { tid: ThreadTag::current_tid(), mode, lane: lane_index, stream });
@@ -265,30 +267,30 @@ impl<L> Recording<L> {
             )));
         }
         self.foreign = None;
-        let ended = end_capture(ctx.raw_ctx(), f.stream);
+        let ended = end_capture(ctx.cuda().raw(), f.stream);
         let result = match ended {
             Ok(Some(g)) => {
-                let owned = OwnedGraph::new(g, ctx.raw_ctx());
+                let owned = OwnedGraph::new(g, ctx.cuda().raw());
                 // The shape (node types, edges) lets a re-recording update
                 // the child node in place, and tells whether a conditional
                 // body may hold it; where it cannot be read, the count alone
                 // (updates then go through the whole graph).
                 // SAFETY: the graph the capture just handed us, ours.
-                let shape = bound(ctx.raw_ctx(), |d| unsafe { child_shape(d, g) });
+                let shape = bound(ctx.cuda().raw(), |d| unsafe { child_shape(d, g) });
                 let refused = match &shape {
-                    _ if ctx.sink().open_bodies() == 0 => None,
+                    _ if ctx.recorder().sink().open_bodies() == 0 => None,
                     Ok(s) => check_body_types(s.types()).err(),
                     Err(e) => Some(e.clone()),
                 };
                 let shape = shape.ok().map(Box::new);
                 let nodes = match &shape {
                     Some(s) => s.nodes(),
-                    None => bound(ctx.raw_ctx(), |d| node_count(d, g)).unwrap_or(usize::MAX),
+                    None => bound(ctx.cuda().raw(), |d| node_count(d, g)).unwrap_or(usize::MAX),
                 };
                 if let Some(e) = refused {
                     // The section's work is dropped (with `owned`); the
                     // recording goes on.
-                    ctx.sink().resume();
+                    ctx.recorder().sink().resume();
                     return Err(e);
                 }
                 // A section that captured nothing adds no node (its empty
@@ -298,14 +300,14 @@ impl<L> Recording<L> {
                     // A closed segment cannot happen here (the section
                     // belongs to the open one); the op is dropped
                     // (destroyed) if it did.
-                    let _ = ctx.sink().push_paused(op, f.lane);
+                    let _ = ctx.recorder().sink().push_paused(op, f.lane);
                 }
                 Ok(())
             }
             Ok(None) => Ok(()),
             Err(e) => Err(self.fail(e)),
         };
-        ctx.sink().resume();
+        ctx.recorder().sink().resume();
         result
     }
 
@@ -322,14 +324,14 @@ impl<L> Recording<L> {
                 "a break cannot split an open foreign section; end the foreign section first",
             ));
         }
-        if ctx.sink().open_bodies() > 0 {
+        if ctx.recorder().sink().open_bodies() > 0 {
             return Err(Error::capture_state(
                 "a break cannot go inside a conditional node's body; end the conditional first",
             ));
         }
         self.segment_open = false;
         if self.built {
-            let ops = ctx.sink().close().unwrap_or_default();
+            let ops = ctx.recorder().sink().close().unwrap_or_default();
             self.pieces.push(Pending::Built(ops));
         } else {
             match end_segment(ctx) {
@@ -337,13 +339,13 @@ impl<L> Recording<L> {
                 Err(e) => return Err(self.fail(e)),
             }
         }
-        let ran = if self.run_breaks { ctx.run_capture_break(|| f(ctx, live)) } else { Ok(()) };
+        let ran = if self.run_breaks { ctx.capture().run_paused(|| f(ctx, live)) } else { Ok(()) };
         self.pieces.push(Pending::Break(f));
         // Reopen the next segment even after a failed break, so that work
         // queued before `end` is recorded (and discarded), never run eagerly.
         if self.built {
-            ctx.sink().open();
-        } else if let Err(e) = begin_segment(ctx, self.mode) {
+            ctx.recorder().sink().open();
+        } else if let Err(e) = begin_segment(ctx.cuda(), ctx.recorder(), ctx.stream(), self.mode) {
             return Err(self.fail(e));
         }
         self.segment_open = true;
@@ -367,10 +369,9 @@ impl<L> Recording<L> {
             return false;
         }
         let stream = ctx.stream();
-        bound(ctx.raw_ctx(), |d| {
-            let mut status = CU_STREAM_CAPTURE_STATUS_NONE;
-            // SAFETY: our stream; valid out-pointer.
-            check("cuStreamIsCapturing", unsafe { (d.cuStreamIsCapturing)(stream, &mut status) })?;
+        bound(ctx.cuda().raw(), |d| {
+            // SAFETY: our stream.
+            let status = unsafe { stream::is_capturing(d, stream) }?;
             Ok(status == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
         })
         .unwrap_or(false)
@@ -453,7 +454,7 @@ impl<L> Recording<L> {
                             instantiate_piece(ctx, g, &mut failure)
                         }
                         Err(e) => {
-                            destroy_graph(ctx.raw_ctx(), g.graph);
+                            destroy_graph(ctx.cuda().raw(), g.graph);
                             failure.get_or_insert(e);
                             Piece::Segment(None)
                         }
@@ -487,7 +488,7 @@ impl<L> Recording<L> {
             return Err(e);
         }
         if self.built {
-            let ops = ctx.sink().close_unless_in_body().map_err(|open_bodies| {
+            let ops = ctx.recorder().sink().close_unless_in_body().map_err(|open_bodies| {
                 Error::capture_state(format!(
                     "the recording ended with {open_bodies} conditional node(s) open; end each with \
                      conditional_end (or drop it with conditional_abort) before ending the recording"
@@ -508,21 +509,21 @@ impl<L> Recording<L> {
     fn discard(&mut self) {
         let ctx = &self.ctx;
         if let Some(f) = self.foreign.take() {
-            if let Ok(Some(g)) = end_capture(ctx.raw_ctx(), f.stream) {
-                destroy_graph(ctx.raw_ctx(), g);
+            if let Ok(Some(g)) = end_capture(ctx.cuda().raw(), f.stream) {
+                destroy_graph(ctx.cuda().raw(), g);
             }
         }
         if self.segment_open {
             self.segment_open = false;
             if self.built {
-                drop(ctx.sink().close());
-            } else if let Ok(Some(g)) = end_capture(ctx.raw_ctx(), ctx.stream()) {
-                destroy_graph(ctx.raw_ctx(), g);
+                drop(ctx.recorder().sink().close());
+            } else if let Ok(Some(g)) = end_capture(ctx.cuda().raw(), ctx.stream()) {
+                destroy_graph(ctx.cuda().raw(), g);
             }
         }
         for p in self.pieces.drain(..) {
             if let Pending::Segment(Some(c)) = p {
-                destroy_graph(ctx.raw_ctx(), c.graph);
+                destroy_graph(ctx.cuda().raw(), c.graph);
             }
         }
     }
@@ -535,7 +536,7 @@ impl<L> Recording<L> {
         }
         self.closed = true;
         self.discard();
-        let mut state = lock(self.ctx.capture_state_cell());
+        let mut state = self.ctx.capture().state();
         let result = result.map_err(|e| match state.first_failure() {
             Some(note) if !e.to_string().contains(&note) => e.with_note(&note),
             _ => e,
@@ -557,7 +558,7 @@ fn build_piece<L>(ctx: &Context, mut ops: Ops, failure: &mut Option<Error>) -> P
     if ops.is_empty() {
         return Piece::Segment(None);
     }
-    let built = match materialize(ctx.raw_ctx(), &mut ops) {
+    let built = match materialize(ctx.cuda().raw(), &mut ops) {
         Ok(b) => b,
         Err(e) => {
             failure.get_or_insert(e);
@@ -614,7 +615,7 @@ fn update_built<L>(
         report.instantiated += 1;
         return build_piece(ctx, ops, failure);
     }
-    let built = match materialize(ctx.raw_ctx(), &mut ops) {
+    let built = match materialize(ctx.cuda().raw(), &mut ops) {
         Ok(b) => b,
         Err(e) => {
             failure.get_or_insert(e);
@@ -640,7 +641,7 @@ fn update_built<L>(
             }
         }
         Err(e) => {
-            destroy_graph(ctx.raw_ctx(), captured.graph);
+            destroy_graph(ctx.cuda().raw(), captured.graph);
             failure.get_or_insert(e);
             Piece::Segment(None)
         }
@@ -691,14 +692,14 @@ fn node_type_name(t: CUgraphNodeType) -> String {
     name.to_string()
 }
 
-/// Starts capturing on `ctx`'s stream. (The plain binding, not
-/// `Context::bound`: callers may hold the capture-state lock.)
-fn begin_segment(ctx: &Context, mode: CaptureMode) -> Result<()> {
-    let stream = ctx.stream();
-    ctx.segment_trace().begin();
-    bound(ctx.raw_ctx(), |d| {
+/// Starts capturing on `stream` of `cuda`, a new segment in `recorder`'s
+/// trace. (Not the capture-state part: callers may hold its lock, so a
+/// failure here is not noted as the capture's first.)
+fn begin_segment(cuda: &CudaContext, recorder: &Recorder, stream: CUstream, mode: CaptureMode) -> Result<()> {
+    recorder.trace().begin();
+    cuda.bound(|d| {
         // SAFETY: our stream; the mode is a valid enum value.
-        check("cuStreamBeginCapture", unsafe { (d.cuStreamBeginCapture)(stream, mode.raw()) })
+        Ok(unsafe { stream::begin_capture(d, stream, mode.raw()) }?)
     })
 }
 
@@ -710,14 +711,9 @@ fn end_capture(raw: RawCtx, stream: CUstream) -> Result<Option<CUgraph>> {
 
 /// [`end_capture`] with the context already bound.
 fn end_capture_bound(d: &Driver, stream: CUstream) -> Result<Option<CUgraph>> {
-    let mut g: CUgraph = std::ptr::null_mut();
-    // SAFETY: our stream, capturing; valid out-pointer.
-    let res = unsafe { (d.cuStreamEndCapture)(stream, &mut g) };
-    if res != CUDA_SUCCESS && !g.is_null() {
-        // SAFETY: a graph the failed end handed us; destroyed once.
-        unsafe { (d.cuGraphDestroy)(g) };
-    }
-    check("cuStreamEndCapture", res)?;
+    // SAFETY: our stream, capturing. A graph a failed end hands out is
+    // destroyed by the call.
+    let g = unsafe { stream::end_capture(d, stream) }?;
     Ok((!g.is_null()).then_some(g))
 }
 
@@ -726,15 +722,10 @@ fn end_capture_bound(d: &Driver, stream: CUstream) -> Result<Option<CUgraph>> {
 /// is not active, or the query failed). Constant time, unlike counting the
 /// graph's nodes.
 fn open_ends(d: &Driver, stream: CUstream) -> Option<usize> {
-    let mut status = CU_STREAM_CAPTURE_STATUS_NONE;
-    let mut id: cuuint64_t = 0;
-    let mut graph: CUgraph = std::ptr::null_mut();
-    let mut deps: *const CUgraphNode = std::ptr::null();
-    let mut n = 0usize;
-    // SAFETY: our stream; valid out-pointers (the dependency array stays the
-    // driver's and is not read).
-    let res = unsafe { (d.cuStreamGetCaptureInfo)(stream, &mut status, &mut id, &mut graph, &mut deps, &mut n) };
-    (res == CUDA_SUCCESS && status == CU_STREAM_CAPTURE_STATUS_ACTIVE).then_some(n)
+    // SAFETY: our stream (the dependency array stays the driver's and is
+    // not read).
+    let info = unsafe { stream::get_capture_info(d, stream) }.ok()?;
+    (info.status == CU_STREAM_CAPTURE_STATUS_ACTIVE).then_some(info.num_dependencies)
 }
 
 /// Ends the stream's capture and returns the recorded graph, or `None`
@@ -758,14 +749,14 @@ fn end_segment(ctx: &Context) -> Result<Option<Captured>> {
         return Ok(None);
     };
     if ends.is_some_and(|n| n > 0) {
-        let topology = ctx.segment_trace().topology();
+        let topology = ctx.recorder().trace().topology();
         return Ok(Some(Captured { graph, nodes: None, topology }));
     }
     let nodes = ctx.bound(|d| node_count(d, graph));
     match nodes {
         Ok(nodes) if nodes > 0 => Ok(Some(Captured { graph, nodes: Some(nodes), topology: None })),
         other => {
-            destroy_graph(ctx.raw_ctx(), graph);
+            destroy_graph(ctx.cuda().raw(), graph);
             other.map(|_| None)
         }
     }

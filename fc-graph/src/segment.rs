@@ -306,7 +306,10 @@ impl Open {
 /// That compare-exchange is most of what recording a launch costs (a
 /// profile of 26-launch re-recordings against the driver double: about 30%
 /// of one that changes nothing); a lock-free push would have to keep the
-/// order of launches from several threads.
+/// order of launches from several threads. `repr(C)`, `active` first: in
+/// the context's shared state it lies beside the other fields every launch
+/// reads (see `crate::context::ContextInner`).
+#[repr(C)]
 pub(crate) struct Sink {
     active: AtomicBool,
     /// The lane whose stream a foreign section captures ([`NO_LANE`]: none):
@@ -342,6 +345,13 @@ impl Default for Sink {
 }
 
 impl Sink {
+    /// Where the fields every launch reads end (`active`), in bytes from
+    /// the start (the context's layout test).
+    #[cfg(test)]
+    pub(crate) fn hot_end() -> usize {
+        std::mem::offset_of!(Sink, active) + std::mem::size_of::<AtomicBool>()
+    }
+
     /// Starts taking launches into a new segment (every lane starts at the
     /// segment's beginning).
     pub(crate) fn open(&self) {

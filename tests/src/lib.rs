@@ -51,6 +51,12 @@ fn run_with(suite: &str, tests: Vec<GpuTest>, args: Arguments) -> ! {
     libtest_mimic::run(&args, trials).exit()
 }
 
+/// The status of a checked driver call (cuda-sys's result layer):
+/// `CUDA_SUCCESS`, or the code it failed with.
+pub fn status<T>(r: std::result::Result<T, cuda_sys::DriverError>) -> cuda_sys::CUresult {
+    r.err().map_or(cuda_sys::CUDA_SUCCESS, |e| e.code)
+}
+
 /// Turns any displayable error into a test failure.
 pub fn fail(e: impl std::fmt::Display) -> Failed {
     Failed::from(e.to_string())

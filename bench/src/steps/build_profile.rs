@@ -23,6 +23,7 @@
 use std::os::raw::c_void;
 use std::time::Instant;
 
+use cuda_sys::result::{graph, graph_exec};
 use cuda_sys::*;
 use fc_graph::{BinaryOp, CaptureMode, Result};
 use serde_json::json;
@@ -114,10 +115,8 @@ fn time_way(d: &Driver, rig: &Rig, k: usize, way: &str) -> Result<Option<(f64, f
     let graph = match way {
         "capture" => bare_capture(d, rig, k, |_| false)?,
         _ => {
-            let mut graph: CUgraph = std::ptr::null_mut();
-            // SAFETY: valid out-pointer; flags 0.
-            ok("cuGraphCreate", unsafe { (d.cuGraphCreate)(&mut graph, 0) })?;
-            // SAFETY: the graph made above, used by this thread only.
+            // Flags 0.
+            let graph = ok(graph::create(d, 0))?;
             let how = match way {
                 "add_node_edges" => How::PerNode,
                 "add_kernel_bulk8" => How::Bulk(8),
@@ -128,25 +127,24 @@ fn time_way(d: &Driver, rig: &Rig, k: usize, way: &str) -> Result<Option<(f64, f
             // SAFETY: the graph made above, used by this thread only.
             if let Err(e) = unsafe { build_chain(d, rig, graph, k, how) } {
                 // SAFETY: ours, destroyed once.
-                unsafe { (d.cuGraphDestroy)(graph) };
+                let _ = unsafe { graph::destroy(d, graph) };
                 return Err(e);
             }
             graph
         }
     };
     let t1 = Instant::now();
-    let mut exec: CUgraphExec = std::ptr::null_mut();
-    // SAFETY: live graph, valid out-pointer.
-    let res = unsafe { (d.cuGraphInstantiateWithFlags)(&mut exec, graph, 0) };
+    // SAFETY: live graph.
+    let made = unsafe { graph_exec::instantiate(d, graph, 0) };
     let t2 = Instant::now();
     // SAFETY: ours, destroyed once (the executable only if made).
     unsafe {
-        if res == CUDA_SUCCESS {
-            (d.cuGraphExecDestroy)(exec);
+        if let Ok(exec) = made {
+            let _ = graph_exec::destroy(d, exec);
         }
-        (d.cuGraphDestroy)(graph);
+        let _ = graph::destroy(d, graph);
     }
-    ok("cuGraphInstantiateWithFlags", res)?;
+    ok(made)?;
     Ok(Some((us_since(t0, t1), us_since(t1, t2))))
 }
 
@@ -198,15 +196,14 @@ unsafe fn build_chain(d: &Driver, rig: &Rig, graph: CUgraph, k: usize, how: How)
             let data = [edge];
             // SAFETY: the caller's graph; `deps` its node; the parameters
             // (and the argument words they point at) live across the call.
-            unsafe { d.graph_add_node(graph, deps, Some(&data[..deps.len()]), &mut any) }
+            unsafe { graph::add_node(d, graph, deps, Some(&data[..deps.len()]), &mut any) }
         } else {
             let full = if pdl { &[][..] } else { deps };
             // SAFETY: as above.
-            unsafe { d.graph_add_kernel_node(graph, full, &params) }
+            unsafe { graph::add_kernel_node(d, graph, full, &params) }
         };
         let node = match added {
-            Some(Ok(node)) => node,
-            Some(Err(res)) => return ok("cuGraphAdd*Node", res),
+            Some(added) => ok(added)?,
             None => return Err(fc_graph::Error::invalid("no cuGraphAdd*Node")),
         };
         if let (Some(p), true, false) = (prev, pdl, per_node) {
@@ -239,11 +236,11 @@ unsafe fn flush(
     }
     let data = vec![edge; from.len()];
     // SAFETY: the caller's graph and its nodes; equal-length arrays.
-    let res = unsafe { d.graph_add_dependencies(graph, from, to, Some(&data)) };
+    let res = unsafe { graph::add_dependencies(d, graph, from, to, Some(&data)) };
     from.clear();
     to.clear();
     match res {
-        Some(res) => ok("cuGraphAddDependencies", res),
+        Some(res) => ok(res),
         None => Err(fc_graph::Error::invalid("no cuGraphAddDependencies")),
     }
 }

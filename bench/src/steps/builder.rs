@@ -7,11 +7,12 @@
 use std::os::raw::c_void;
 use std::time::Instant;
 
+use cuda_sys::result::{graph, graph_exec, stream};
 use cuda_sys::*;
 use fc_graph::{BinaryOp, CaptureMode, Graph, Result};
 
 use super::capture::capture_instantiate_samples;
-use super::rigs::{chain_node_params, ok, BareExec, ChainRun, Rig};
+use super::rigs::{chain_node_params, ok, rc, BareExec, ChainRun, Rig};
 use super::rows::{StepOutput, Variant};
 use super::timing::{alternate_blocks, emit, emit_alternated};
 use crate::stats::us_since;
@@ -148,9 +149,8 @@ impl UpdatePair {
     ) -> Result<()> {
         let k = self.bare_swap.len();
         let mut nodes: Vec<CUgraphNode> = vec![std::ptr::null_mut(); k];
-        let mut n = k;
-        // SAFETY: the bare executable's live source graph; room for `n` nodes.
-        ok("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(self.exec.source, nodes.as_mut_ptr(), &mut n) })?;
+        // SAFETY: the bare executable's live source graph.
+        let n = ok(unsafe { graph::get_nodes_into(d, self.exec.source, &mut nodes) })?;
         if n != k {
             println!("[fc] {step} K={k}: the graph has {n} nodes; skipped");
             return Ok(());
@@ -175,8 +175,9 @@ impl UpdatePair {
                 // SAFETY: the bare live executable, a kernel node of its source
                 // (creation order: node i is the chain's launch i), parameters
                 // of the same (u64, u64, u64, u32) kernel, live across the call.
-                let res = unsafe { d.graph_exec_kernel_node_set_params(self.exec.exec, node, &p) };
-                if res != Some(CUDA_SUCCESS) {
+                let res = unsafe { graph_exec::kernel_node_set_params(d, self.exec.exec, node, &p) };
+                if res != Some(Ok(())) {
+                    let res = res.map(rc);
                     println!("[fc] {step} K={k}: node {i} refused ({res:?}); skipped");
                     return Ok(());
                 }
@@ -213,9 +214,9 @@ impl UpdatePair {
             |_| {
                 let t0 = Instant::now();
                 // SAFETY: live executable and stream of the rig.
-                ok("cuGraphLaunch", unsafe { (d.cuGraphLaunch)(exec, rig.bare_stream) })?;
+                ok(unsafe { graph_exec::launch(d, exec, rig.bare_stream) })?;
                 // SAFETY: our stream.
-                ok("cuStreamSynchronize", unsafe { (d.cuStreamSynchronize)(rig.bare_stream) })?;
+                ok(unsafe { stream::synchronize(d, rig.bare_stream) })?;
                 Ok(us_since(t0, Instant::now()))
             },
         )?;

@@ -6,6 +6,7 @@
 
 use std::time::Instant;
 
+use cuda_sys::result::graph_exec;
 use cuda_sys::*;
 use fc_graph::{Context, DeviceBuffer, Graph, Result};
 
@@ -78,7 +79,7 @@ pub(super) fn rows(cfg: &StepsConfig, handles: &HandleCheck, out: &mut dyn FnMut
             let t0 = Instant::now();
             // SAFETY: a live executable of the same device's primary
             // context, launched on the C context's live stream.
-            ok("cuGraphLaunch", unsafe { (d.cuGraphLaunch)(exec, stream) })?;
+            ok(unsafe { graph_exec::launch(d, exec, stream) })?;
             bare.push(us_since(t0, Instant::now()));
             if c::fc_sync_ctx(cctx) != 0 {
                 c::fc_graph_free(cg);

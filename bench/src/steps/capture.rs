@@ -6,6 +6,7 @@
 
 use std::time::Instant;
 
+use cuda_sys::result::{graph, graph_exec, stream};
 use cuda_sys::*;
 use fc_graph::{CaptureMode, Graph, Result};
 
@@ -39,21 +40,19 @@ pub(super) fn capture_rows(at: ChainRun, out: &mut dyn FnMut(StepOutput)) -> Res
 
         let t0 = Instant::now();
         // SAFETY: our stream, not capturing.
-        ok("cuStreamBeginCapture", unsafe { (d.cuStreamBeginCapture)(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) })?;
+        ok(unsafe { stream::begin_capture(d, stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) })?;
         let t1 = Instant::now();
         rig.raw_chain(d, k)?;
         let t2 = Instant::now();
-        let mut g: CUgraph = std::ptr::null_mut();
-        let mut e: CUgraphExec = std::ptr::null_mut();
-        // SAFETY: our capturing stream; valid out-pointers.
-        ok("cuStreamEndCapture", unsafe { (d.cuStreamEndCapture)(stream, &mut g) })?;
-        // SAFETY: live graph, valid out-pointer.
-        ok("cuGraphInstantiateWithFlags", unsafe { (d.cuGraphInstantiateWithFlags)(&mut e, g, 0) })?;
+        // SAFETY: our capturing stream.
+        let g = ok(unsafe { stream::end_capture(d, stream) })?;
+        // SAFETY: live graph.
+        let e = ok(unsafe { graph_exec::instantiate(d, g, 0) })?;
         let t3 = Instant::now();
         // SAFETY: ours, destroyed once, untimed.
         unsafe {
-            (d.cuGraphExecDestroy)(e);
-            (d.cuGraphDestroy)(g);
+            let _ = graph_exec::destroy(d, e);
+            let _ = graph::destroy(d, g);
         }
         rb.push(us_since(t0, t1));
         rl.push(us_since(t1, t2) / k as f64);

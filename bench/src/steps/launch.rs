@@ -6,6 +6,7 @@
 
 use std::time::Instant;
 
+use cuda_sys::result::{graph, graph_exec, stream};
 use cuda_sys::*;
 use fc_graph::Result;
 
@@ -61,17 +62,15 @@ pub(super) fn graph_launch_rows(at: ChainRun, out: &mut dyn FnMut(StepOutput)) -
         rig.sync()?;
         let t0 = Instant::now();
         // SAFETY: live executable and stream.
-        ok("cuGraphLaunch", unsafe { (d.cuGraphLaunch)(exec, stream) })?;
+        ok(unsafe { graph_exec::launch(d, exec, stream) })?;
         raw.push(us_since(t0, Instant::now()));
         rig.sync()?;
         let t0 = Instant::now();
-        let mut m = CU_STREAM_CAPTURE_MODE_RELAXED;
-        // SAFETY: exchange, launch, exchange back; valid pointers and handles.
-        unsafe {
-            ok("exchange", (d.cuThreadExchangeStreamCaptureMode)(&mut m))?;
-            ok("cuGraphLaunch", (d.cuGraphLaunch)(exec, stream))?;
-            ok("exchange", (d.cuThreadExchangeStreamCaptureMode)(&mut m))?;
-        }
+        // Exchange, launch, exchange back.
+        let m = ok(stream::thread_exchange_capture_mode(d, CU_STREAM_CAPTURE_MODE_RELAXED))?;
+        // SAFETY: live executable and stream.
+        ok(unsafe { graph_exec::launch(d, exec, stream) })?;
+        ok(stream::thread_exchange_capture_mode(d, m))?;
         shielded.push(us_since(t0, Instant::now()));
         rig.sync()?;
     }
@@ -88,18 +87,16 @@ pub(super) fn graph_launch_rows(at: ChainRun, out: &mut dyn FnMut(StepOutput)) -
         drop(g);
         fc_cycle.push(us_since(t0, Instant::now()));
         let t0 = Instant::now();
-        let mut cg: CUgraph = std::ptr::null_mut();
-        let mut e: CUgraphExec = std::ptr::null_mut();
         // SAFETY: our stream and live handles; everything made here is destroyed here.
         unsafe {
-            ok("cuStreamBeginCapture", (d.cuStreamBeginCapture)(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))?;
+            ok(stream::begin_capture(d, stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL))?;
             rig.raw_chain(d, k)?;
-            ok("cuStreamEndCapture", (d.cuStreamEndCapture)(stream, &mut cg))?;
-            ok("cuGraphInstantiateWithFlags", (d.cuGraphInstantiateWithFlags)(&mut e, cg, 0))?;
-            ok("cuGraphLaunch", (d.cuGraphLaunch)(e, stream))?;
-            ok("cuStreamSynchronize", (d.cuStreamSynchronize)(stream))?;
-            ok("cuGraphExecDestroy", (d.cuGraphExecDestroy)(e))?;
-            ok("cuGraphDestroy", (d.cuGraphDestroy)(cg))?;
+            let cg = ok(stream::end_capture(d, stream))?;
+            let e = ok(graph_exec::instantiate(d, cg, 0))?;
+            ok(graph_exec::launch(d, e, stream))?;
+            ok(stream::synchronize(d, stream))?;
+            ok(graph_exec::destroy(d, e))?;
+            ok(graph::destroy(d, cg))?;
         }
         bare_cycle.push(us_since(t0, Instant::now()));
     }

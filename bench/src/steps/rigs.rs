@@ -6,21 +6,27 @@
 
 use std::os::raw::c_void;
 
+use cuda_sys::result::{graph, graph_exec, kernel, stream};
 use cuda_sys::*;
 use fc_graph::{BinaryOp, Context, Graph, Module, Result};
 
 use crate::chain::Chain;
 
-/// `Ok` for `CUDA_SUCCESS`, else the driver's error of `call`.
-pub(super) fn ok(call: &'static str, rc: CUresult) -> Result<()> {
-    if rc == CUDA_SUCCESS {
-        return Ok(());
-    }
-    let (name, description) = match fc_graph::driver() {
-        Ok(d) => (d.error_name(rc), d.error_string(rc)),
-        Err(_) => (format!("CUDA_ERROR_{rc}"), String::new()),
-    };
-    Err(fc_graph::Error::Cuda { call, code: rc, name, description })
+/// A bare driver call's result, its failure named by the driver (as a
+/// plain `Error::Cuda`, whatever the code).
+pub(super) fn ok<T>(r: std::result::Result<T, DriverError>) -> Result<T> {
+    r.map_err(|e| {
+        let (name, description) = match fc_graph::driver() {
+            Ok(d) => (e.name(d), e.description(d)),
+            Err(_) => (format!("CUDA_ERROR_{}", e.code), String::new()),
+        };
+        fc_graph::Error::Cuda { call: e.call, code: e.code, name, description }
+    })
+}
+
+/// The status of a bare driver call (`CUDA_SUCCESS` when it succeeded).
+pub(super) fn rc<T>(r: std::result::Result<T, DriverError>) -> CUresult {
+    r.err().map_or(CUDA_SUCCESS, |e| e.code)
 }
 
 /// The library's K-kernel chain and the bare driver calls it wraps: the
@@ -110,7 +116,6 @@ impl Rig {
                 (&mut n as *mut u32).cast(),
             ];
             if self.pdl.get() {
-                let launch_ex = d.cuLaunchKernelEx.ok_or_else(|| fc_graph::Error::invalid("no cuLaunchKernelEx"))?;
                 let mut value = CUlaunchAttributeValue { pad: [0; 64] };
                 value.programmaticStreamSerializationAllowed = 1;
                 let mut attr =
@@ -128,12 +133,25 @@ impl Rig {
                     numAttrs: 1,
                 };
                 // SAFETY: as below; `config` and its attribute live across the call.
-                ok("cuLaunchKernelEx", unsafe { launch_ex(&config, f, p.as_mut_ptr(), std::ptr::null_mut()) })?;
+                let launched = unsafe { kernel::launch_ex(d, &config, f, p.as_mut_ptr(), std::ptr::null_mut()) };
+                let Some(launched) = launched else {
+                    return Err(fc_graph::Error::invalid("no cuLaunchKernelEx"));
+                };
+                ok(launched)?;
                 continue;
             }
             // SAFETY: (u64, u64, u64, u32) parameters as the PTX declares; live stream.
-            ok("cuLaunchKernel", unsafe {
-                (d.cuLaunchKernel)(f, grid, 1, 1, 256, 1, 1, 0, self.bare_stream, p.as_mut_ptr(), std::ptr::null_mut())
+            ok(unsafe {
+                kernel::launch(
+                    d,
+                    f,
+                    (grid, 1, 1),
+                    (256, 1, 1),
+                    0,
+                    self.bare_stream,
+                    p.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
             })?;
         }
         Ok(())
@@ -155,19 +173,21 @@ pub(super) struct ChainRun<'a> {
 pub(super) fn bare_capture(d: &Driver, rig: &Rig, k: usize, swap: impl Fn(usize) -> bool) -> Result<CUgraph> {
     let stream = rig.bare_stream;
     // SAFETY: our stream, not capturing.
-    ok("cuStreamBeginCapture", unsafe { (d.cuStreamBeginCapture)(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) })?;
+    ok(unsafe { stream::begin_capture(d, stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) })?;
     let chain = rig.raw_chain_with(d, k, swap);
-    let mut g: CUgraph = std::ptr::null_mut();
-    // SAFETY: our capturing stream; valid out-pointer.
-    let end = ok("cuStreamEndCapture", unsafe { (d.cuStreamEndCapture)(stream, &mut g) });
-    if let Err(e) = chain.and(end) {
-        if !g.is_null() {
-            // SAFETY: the graph the end handed us, destroyed once.
-            unsafe { (d.cuGraphDestroy)(g) };
+    // SAFETY: our capturing stream (a graph a failed end hands out is
+    // destroyed by the call).
+    let end = ok(unsafe { stream::end_capture(d, stream) });
+    if let Err(e) = chain {
+        if let Ok(g) = end {
+            if !g.is_null() {
+                // SAFETY: the graph the end handed us, destroyed once.
+                let _ = unsafe { graph::destroy(d, g) };
+            }
         }
         return Err(e);
     }
-    Ok(g)
+    end
 }
 
 /// One executable and the graph it keeps, for the bare update rows.
@@ -179,15 +199,15 @@ pub(super) struct BareExec {
 impl BareExec {
     pub(super) fn new(d: &Driver, rig: &Rig, k: usize) -> Result<BareExec> {
         let source = bare_capture(d, rig, k, |_| false)?;
-        let mut exec: CUgraphExec = std::ptr::null_mut();
-        // SAFETY: live graph, valid out-pointer.
-        let res = unsafe { (d.cuGraphInstantiateWithFlags)(&mut exec, source, 0) };
-        if let Err(e) = ok("cuGraphInstantiateWithFlags", res) {
-            // SAFETY: ours, destroyed once.
-            unsafe { (d.cuGraphDestroy)(source) };
-            return Err(e);
+        // SAFETY: live graph.
+        match ok(unsafe { graph_exec::instantiate(d, source, 0) }) {
+            Ok(exec) => Ok(BareExec { exec, source }),
+            Err(e) => {
+                // SAFETY: ours, destroyed once.
+                let _ = unsafe { graph::destroy(d, source) };
+                Err(e)
+            }
         }
-        Ok(BareExec { exec, source })
     }
 
     /// Re-captures and updates in place; `keep_new`: the re-captured graph
@@ -210,22 +230,23 @@ impl BareExec {
         let g = bare_capture(d, rig, k, swap)?;
         // SAFETY: live executable and graph of the rig's context; the
         // executable is ours (`&mut self`).
-        let outcome = unsafe { d.graph_exec_update(self.exec, g) };
+        let outcome = unsafe { graph_exec::update(d, self.exec, g) };
         let res = match outcome {
             None => Err(fc_graph::Error::invalid("no cuGraphExecUpdate")),
-            Some(o) => ok("cuGraphExecUpdate", o.status),
+            // A refusal is an error here too (`GraphExecUpdate::status`).
+            Some(o) => ok(o.and_then(|o| DriverError::check("cuGraphExecUpdate", o.status))),
         };
         let victim = if keep_new && res.is_ok() { std::mem::replace(&mut self.source, g) } else { g };
         // SAFETY: a graph we own that nothing needs any more, destroyed once.
-        unsafe { (d.cuGraphDestroy)(victim) };
+        let _ = unsafe { graph::destroy(d, victim) };
         res
     }
 
     pub(super) fn destroy(self, d: &Driver) {
         // SAFETY: ours, destroyed once.
         unsafe {
-            (d.cuGraphExecDestroy)(self.exec);
-            (d.cuGraphDestroy)(self.source);
+            let _ = graph_exec::destroy(d, self.exec);
+            let _ = graph::destroy(d, self.source);
         }
     }
 }

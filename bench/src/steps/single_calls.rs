@@ -7,11 +7,12 @@
 use std::os::raw::c_void;
 use std::time::Instant;
 
+use cuda_sys::result::{context, graph, graph_exec, kernel, stream};
 use cuda_sys::*;
 use fc_graph::Result;
 
 use super::config::StepsConfig;
-use super::rigs::{ok, Rig};
+use super::rigs::{ok, rc, Rig};
 use super::rows::{NoContextProbe, StepOutput, Variant};
 use super::timing::emit;
 use crate::stats::us_since;
@@ -23,16 +24,12 @@ pub(super) const STEPS: &[&str] = &["ctx_get_current", "capture_mode_exchange_pa
 /// ([`StepsConfig::single_call_samples`] samples each), then the probe
 /// where `cfg` asks for it.
 pub(super) fn rows(cfg: &StepsConfig, d: &Driver, rig: &Rig, out: &mut dyn FnMut(StepOutput)) -> Result<()> {
-    let mut cur: CUcontext = std::ptr::null_mut();
-    // SAFETY: valid out-pointer.
-    let mut v = sample(cfg.single_call_samples, || ok("cuCtxGetCurrent", unsafe { (d.cuCtxGetCurrent)(&mut cur) }))?;
+    let mut v = sample(cfg.single_call_samples, || ok(context::get_current(d)).map(drop))?;
     emit(out, "ctx_get_current", Variant::BareOnly, 1, &mut v);
     let mut v = sample(cfg.single_call_samples, || {
-        let mut m = CU_STREAM_CAPTURE_MODE_RELAXED;
-        // SAFETY: valid in/out pointer; the second call restores the mode.
-        ok("exchange", unsafe { (d.cuThreadExchangeStreamCaptureMode)(&mut m) })?;
-        // SAFETY: as above.
-        ok("exchange", unsafe { (d.cuThreadExchangeStreamCaptureMode)(&mut m) })
+        // The second call restores the mode.
+        let m = ok(stream::thread_exchange_capture_mode(d, CU_STREAM_CAPTURE_MODE_RELAXED))?;
+        ok(stream::thread_exchange_capture_mode(d, m)).map(drop)
     })?;
     emit(out, "capture_mode_exchange_pair", Variant::BareOnly, 1, &mut v);
 
@@ -58,11 +55,9 @@ fn sample(iters: usize, mut f: impl FnMut() -> Result<()>) -> Result<Vec<f64>> {
 /// those need no per-call context binding.
 fn probe_without_current_context(d: &Driver, rig: &Rig) -> Result<NoContextProbe> {
     let stream = rig.bare_stream;
-    let mut prev: CUcontext = std::ptr::null_mut();
-    // SAFETY: valid out-pointer.
-    ok("cuCtxGetCurrent", unsafe { (d.cuCtxGetCurrent)(&mut prev) })?;
+    let prev = ok(context::get_current(d))?;
     // SAFETY: unbinds this thread's context; restored below.
-    ok("cuCtxSetCurrent", unsafe { (d.cuCtxSetCurrent)(std::ptr::null_mut()) })?;
+    ok(unsafe { context::set_current(d, std::ptr::null_mut()) })?;
     let (mut x, mut y, mut z, mut n) =
         (rig.chain.x.as_raw(), rig.chain.y.as_raw(), rig.chain.z.as_raw(), rig.chain.n as u32);
     let mut p: [*mut c_void; 4] = [
@@ -71,42 +66,45 @@ fn probe_without_current_context(d: &Driver, rig: &Rig) -> Result<NoContextProbe
         (&mut z as *mut u64).cast(),
         (&mut n as *mut u32).cast(),
     ];
-    // SAFETY: parameters as the PTX declares; live function and stream.
-    let rc_launch = unsafe {
-        (d.cuLaunchKernel)(rig.func_add, 16, 1, 1, 256, 1, 1, 0, stream, p.as_mut_ptr(), std::ptr::null_mut())
+    let params = p.as_mut_ptr();
+    let launch = || {
+        // SAFETY: parameters as the PTX declares; live function and stream.
+        rc(unsafe { kernel::launch(d, rig.func_add, (16, 1, 1), (256, 1, 1), 0, stream, params, std::ptr::null_mut()) })
     };
+    let rc_launch = launch();
     // SAFETY: our stream.
-    let rc_begin = unsafe { (d.cuStreamBeginCapture)(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) };
-    // SAFETY: as above.
-    let rc_launch_captured = unsafe {
-        (d.cuLaunchKernel)(rig.func_add, 16, 1, 1, 256, 1, 1, 0, stream, p.as_mut_ptr(), std::ptr::null_mut())
-    };
-    let mut g: CUgraph = std::ptr::null_mut();
-    // SAFETY: our stream; valid out-pointer.
-    let rc_end = unsafe { (d.cuStreamEndCapture)(stream, &mut g) };
+    let rc_begin = rc(unsafe { stream::begin_capture(d, stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) });
+    let rc_launch_captured = launch();
+    // SAFETY: our stream (a graph a failed end hands out is destroyed by
+    // the call).
+    let ended = unsafe { stream::end_capture(d, stream) };
+    let g = ended.as_ref().map_or(std::ptr::null_mut(), |g| *g);
+    let rc_end = rc(ended);
     let mut e: CUgraphExec = std::ptr::null_mut();
     let rc_inst = if g.is_null() {
         -1
     } else {
-        // SAFETY: live graph, valid out-pointer.
-        unsafe { (d.cuGraphInstantiateWithFlags)(&mut e, g, 0) as i64 }
+        // SAFETY: live graph.
+        let made = unsafe { graph_exec::instantiate(d, g, 0) };
+        e = made.as_ref().map_or(std::ptr::null_mut(), |e| *e);
+        rc(made) as i64
     };
     let rc_graph_launch = if e.is_null() {
         -1
     } else {
         // SAFETY: live executable and stream.
-        unsafe { (d.cuGraphLaunch)(e, stream) as i64 }
+        rc(unsafe { graph_exec::launch(d, e, stream) }) as i64
     };
     // SAFETY: our stream.
-    let rc_sync = unsafe { (d.cuStreamSynchronize)(stream) };
+    let rc_sync = rc(unsafe { stream::synchronize(d, stream) });
     // SAFETY: restores the previous binding; destroys what we made.
     unsafe {
-        (d.cuCtxSetCurrent)(prev);
+        let _ = context::set_current(d, prev);
         if !e.is_null() {
-            (d.cuGraphExecDestroy)(e);
+            let _ = graph_exec::destroy(d, e);
         }
         if !g.is_null() {
-            (d.cuGraphDestroy)(g);
+            let _ = graph::destroy(d, g);
         }
     }
     Ok(NoContextProbe {

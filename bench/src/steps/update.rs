@@ -5,6 +5,7 @@
 
 use std::time::Instant;
 
+use cuda_sys::result::graph;
 use fc_graph::Result;
 
 use super::rigs::{ok, BareExec, CRig, ChainRun};
@@ -56,9 +57,8 @@ pub(super) fn recapture_rows(at: ChainRun, out: &mut dyn FnMut(StepOutput)) -> R
             let t2 = Instant::now();
             keep.recapture(d, rig, k, true)?;
             let t3 = Instant::now();
-            let mut nodes = 0usize;
-            // SAFETY: live graph; a null node array asks for the count only.
-            ok("cuGraphGetNodes", unsafe { (d.cuGraphGetNodes)(keep.source, std::ptr::null_mut(), &mut nodes) })?;
+            // SAFETY: live graph.
+            let nodes = ok(unsafe { graph::node_count(d, keep.source) })?;
             let t4 = Instant::now();
             crig.recapture(cgraph, k)?;
             let t5 = Instant::now();

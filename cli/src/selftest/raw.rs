@@ -2,26 +2,22 @@
 //! context made current, a stream, an allocation, a capture, a graph and
 //! its executable, each released by its guard (in reverse order of
 //! creation, as locals drop), so no failure path leaks or leaves a capture
-//! open.
+//! open. Bare means without fc-graph: the calls go straight through
+//! cuda-sys's checked-call layer, as another library's would.
 
-use std::ptr;
-
+use cuda_sys::result::{context, graph, graph_exec, memory, stream};
 use cuda_sys::*;
 
 use super::common::Failure;
 
-/// `call` failed with `rc`, named as the driver names it.
-pub fn rc_failure(d: &Driver, call: &str, rc: CUresult) -> Failure {
-    Failure(format!("{call} failed: {} ({rc}): {}", d.error_name(rc), d.error_string(rc)))
+/// The failure of a driver call, named as the driver names its code.
+pub fn failure(d: &Driver, e: DriverError) -> Failure {
+    Failure(format!("{} failed: {} ({}): {}", e.call, e.name(d), e.code, e.description(d)))
 }
 
-/// `Ok` for `CUDA_SUCCESS`, else the failure naming `call`.
-pub fn check(d: &Driver, call: &str, rc: CUresult) -> Result<(), Failure> {
-    if rc == CUDA_SUCCESS {
-        Ok(())
-    } else {
-        Err(rc_failure(d, call, rc))
-    }
+/// A driver call's result, its failure named by the driver.
+pub fn check<T>(d: &Driver, r: Result<T, DriverError>) -> Result<T, Failure> {
+    r.map_err(|e| failure(d, e))
 }
 
 /// A context pushed current on this thread, popped on drop.
@@ -33,16 +29,15 @@ impl<'d> Current<'d> {
     /// Pushes `ctx` (which the caller keeps alive) onto this thread's stack.
     pub fn push(d: &'d Driver, ctx: CUcontext) -> Result<Current<'d>, Failure> {
         // SAFETY: `ctx` is a live context (the caller holds a retain on it).
-        check(d, "cuCtxPushCurrent", unsafe { (d.cuCtxPushCurrent)(ctx) })?;
+        check(d, unsafe { context::push_current(d, ctx) })?;
         Ok(Current { d })
     }
 }
 
 impl Drop for Current<'_> {
     fn drop(&mut self) {
-        let mut popped: CUcontext = ptr::null_mut();
-        // SAFETY: pops the context `push` pushed on this same thread.
-        let _ = unsafe { (self.d.cuCtxPopCurrent)(&mut popped) };
+        // Pops the context `push` pushed on this same thread.
+        let _ = context::pop_current(self.d);
     }
 }
 
@@ -56,31 +51,28 @@ pub struct Stream<'d> {
 impl<'d> Stream<'d> {
     /// Creates a stream in the current context.
     pub fn new(d: &'d Driver) -> Result<Stream<'d>, Failure> {
-        let mut raw: CUstream = ptr::null_mut();
-        // SAFETY: valid out-pointer; a context is current (see `Current`).
-        check(d, "cuStreamCreate", unsafe { (d.cuStreamCreate)(&mut raw, CU_STREAM_NON_BLOCKING) })?;
+        // A context is current (see `Current`).
+        let raw = check(d, stream::create(d, CU_STREAM_NON_BLOCKING))?;
         Ok(Stream { d, raw })
     }
 
     /// Waits for the stream's work.
     pub fn synchronize(&self) -> Result<(), Failure> {
         // SAFETY: our live stream.
-        check(self.d, "cuStreamSynchronize", unsafe { (self.d.cuStreamSynchronize)(self.raw) })
+        check(self.d, unsafe { stream::synchronize(self.d, self.raw) })
     }
 
     /// The stream's capture status.
     pub fn capture_status(&self) -> Result<CUstreamCaptureStatus, Failure> {
-        let mut status = CU_STREAM_CAPTURE_STATUS_NONE;
-        // SAFETY: our live stream and a valid out-pointer.
-        check(self.d, "cuStreamIsCapturing", unsafe { (self.d.cuStreamIsCapturing)(self.raw, &mut status) })?;
-        Ok(status)
+        // SAFETY: our live stream.
+        check(self.d, unsafe { stream::is_capturing(self.d, self.raw) })
     }
 }
 
 impl Drop for Stream<'_> {
     fn drop(&mut self) {
         // SAFETY: our stream, destroyed once; queued work still completes.
-        let _ = unsafe { (self.d.cuStreamDestroy)(self.raw) };
+        let _ = unsafe { stream::destroy(self.d, self.raw) };
     }
 }
 
@@ -96,9 +88,8 @@ pub struct Alloc<'d> {
 impl<'d> Alloc<'d> {
     /// `cuMemAlloc` of `bytes` bytes in the current context.
     pub fn new(d: &'d Driver, bytes: usize) -> Result<Alloc<'d>, Failure> {
-        let mut ptr: CUdeviceptr = 0;
-        // SAFETY: valid out-pointer; a context is current.
-        check(d, "cuMemAlloc", unsafe { (d.cuMemAlloc)(&mut ptr, bytes) })?;
+        // A context is current.
+        let ptr = check(d, memory::alloc(d, bytes))?;
         Ok(Alloc { d, ptr, bytes })
     }
 
@@ -108,8 +99,8 @@ impl<'d> Alloc<'d> {
             return Err(Failure(format!("fill {range:?} outside an allocation of {} bytes", self.bytes)));
         }
         // SAFETY: the range lies inside the allocation (checked above).
-        check(self.d, "cuMemsetD8Async", unsafe {
-            (self.d.cuMemsetD8Async)(self.ptr + range.start as u64, value, range.len(), stream.raw)
+        check(self.d, unsafe {
+            memory::memset_d8_async(self.d, self.ptr + range.start as u64, value, range.len(), stream.raw)
         })
     }
 
@@ -118,8 +109,8 @@ impl<'d> Alloc<'d> {
         let mut host = vec![0u8; self.bytes];
         // SAFETY: `host` holds `bytes` bytes and outlives the copy (the
         // stream is synchronized before returning).
-        check(self.d, "cuMemcpyDtoHAsync", unsafe {
-            (self.d.cuMemcpyDtoHAsync)(host.as_mut_ptr().cast(), self.ptr, self.bytes, stream.raw)
+        check(self.d, unsafe {
+            memory::memcpy_dtoh_async(self.d, host.as_mut_ptr().cast(), self.ptr, self.bytes, stream.raw)
         })?;
         stream.synchronize()?;
         Ok(host)
@@ -129,7 +120,7 @@ impl<'d> Alloc<'d> {
 impl Drop for Alloc<'_> {
     fn drop(&mut self) {
         // SAFETY: allocated by cuMemAlloc, freed once.
-        let _ = unsafe { (self.d.cuMemFree)(self.ptr) };
+        let _ = unsafe { memory::free(self.d, self.ptr) };
     }
 }
 
@@ -145,7 +136,7 @@ impl<'s, 'd> Capture<'s, 'd> {
     pub fn begin(stream: &'s Stream<'d>, mode: CUstreamCaptureMode) -> Result<Capture<'s, 'd>, Failure> {
         let d = stream.d;
         // SAFETY: our live stream, not capturing; a valid mode.
-        check(d, "cuStreamBeginCapture", unsafe { (d.cuStreamBeginCapture)(stream.raw, mode) })?;
+        check(d, unsafe { stream::begin_capture(d, stream.raw, mode) })?;
         Ok(Capture { stream, open: true })
     }
 
@@ -159,15 +150,15 @@ impl<'s, 'd> Capture<'s, 'd> {
 
 fn end_capture<'d>(stream: &Stream<'d>) -> Result<Graph<'d>, Failure> {
     let d = stream.d;
-    let mut raw: CUgraph = ptr::null_mut();
-    // SAFETY: our capturing stream and a valid out-pointer.
-    let rc = unsafe { (d.cuStreamEndCapture)(stream.raw, &mut raw) };
+    // SAFETY: our capturing stream. A graph a failed end hands out is
+    // destroyed by the call.
+    let raw = check(d, unsafe { stream::end_capture(d, stream.raw) })?;
     // A `Graph` destroys its handle on drop, so one is made only for a
-    // non-null handle (`then_some` would build, and drop, one for NULL too:
-    // `cuGraphDestroy(NULL)`).
-    let graph = if raw.is_null() { None } else { Some(Graph { d, raw }) };
-    check(d, "cuStreamEndCapture", rc)?;
-    graph.ok_or_else(|| Failure("cuStreamEndCapture returned no graph".into()))
+    // non-null handle (`cuGraphDestroy(NULL)` otherwise).
+    if raw.is_null() {
+        return Err(Failure("cuStreamEndCapture returned no graph".into()));
+    }
+    Ok(Graph { d, raw })
 }
 
 impl Drop for Capture<'_, '_> {
@@ -187,11 +178,8 @@ pub struct Graph<'d> {
 impl<'d> Graph<'d> {
     /// Instantiates the graph.
     pub fn instantiate(&self) -> Result<Exec<'d>, Failure> {
-        let mut raw: CUgraphExec = ptr::null_mut();
-        // SAFETY: a live graph and a valid out-pointer.
-        check(self.d, "cuGraphInstantiateWithFlags", unsafe {
-            (self.d.cuGraphInstantiateWithFlags)(&mut raw, self.raw, 0)
-        })?;
+        // SAFETY: a live graph.
+        let raw = check(self.d, unsafe { graph_exec::instantiate(self.d, self.raw, 0) })?;
         Ok(Exec { d: self.d, raw })
     }
 }
@@ -199,7 +187,7 @@ impl<'d> Graph<'d> {
 impl Drop for Graph<'_> {
     fn drop(&mut self) {
         // SAFETY: our graph, destroyed once.
-        let _ = unsafe { (self.d.cuGraphDestroy)(self.raw) };
+        let _ = unsafe { graph::destroy(self.d, self.raw) };
     }
 }
 
@@ -213,13 +201,13 @@ impl Exec<'_> {
     /// Launches on `stream`.
     pub fn launch(&self, stream: &Stream<'_>) -> Result<(), Failure> {
         // SAFETY: a live executable graph and stream of the same context.
-        check(self.d, "cuGraphLaunch", unsafe { (self.d.cuGraphLaunch)(self.raw, stream.raw) })
+        check(self.d, unsafe { graph_exec::launch(self.d, self.raw, stream.raw) })
     }
 }
 
 impl Drop for Exec<'_> {
     fn drop(&mut self) {
         // SAFETY: our executable graph, destroyed once.
-        let _ = unsafe { (self.d.cuGraphExecDestroy)(self.raw) };
+        let _ = unsafe { graph_exec::destroy(self.d, self.raw) };
     }
 }

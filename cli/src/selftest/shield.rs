@@ -43,10 +43,9 @@ unsafe impl Sync for Watched {}
 impl Watched {
     /// Fails unless the foreign capture is still active after `what`.
     fn still_active(self, d: &Driver, what: &str) -> Result<(), Failure> {
-        let mut status = CU_STREAM_CAPTURE_STATUS_NONE;
-        // SAFETY: a live stream (kept alive by the thread that owns it) and
-        // a valid out-pointer; querying a capture is legal during it.
-        raw::check(d, "cuStreamIsCapturing", unsafe { (d.cuStreamIsCapturing)(self.0, &mut status) })
+        // SAFETY: a live stream (kept alive by the thread that owns it);
+        // querying a capture is legal during it.
+        let status = raw::check(d, unsafe { cuda_sys::result::stream::is_capturing(d, self.0) })
             .doing(&format!("after {what}: query the foreign capture"))?;
         ensure!(
             status == CU_STREAM_CAPTURE_STATUS_ACTIVE,
@@ -150,14 +149,15 @@ fn control(d: &Driver, device: usize) -> Result<CUresult, Failure> {
 /// library would make it: the driver's answer.
 fn unshielded_alloc(d: &Driver, raw_ctx: CUcontext) -> Result<CUresult, Failure> {
     let _current = Current::push(d, raw_ctx)?;
-    let mut p: CUdeviceptr = 0;
-    // SAFETY: valid out-pointer; a context is current.
-    let rc = unsafe { (d.cuMemAlloc)(&mut p, 1 << 20) };
-    if rc == CUDA_SUCCESS {
-        // SAFETY: just allocated, freed once.
-        unsafe { (d.cuMemFree)(p) };
+    // A context is current.
+    match cuda_sys::result::memory::alloc(d, 1 << 20) {
+        Ok(p) => {
+            // SAFETY: just allocated, freed once.
+            let _ = unsafe { cuda_sys::result::memory::free(d, p) };
+            Ok(CUDA_SUCCESS)
+        }
+        Err(e) => Ok(e.code),
     }
-    Ok(rc)
 }
 
 fn status_name(s: CUstreamCaptureStatus) -> &'static str {

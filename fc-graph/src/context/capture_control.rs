@@ -1,0 +1,111 @@
+//! The context's capture-state machine ([`CaptureControl`]): the one open
+//! recording's state ([`crate::capture_state::CaptureState`], behind a
+//! lock: at most one recording, none begun inside a break function, the
+//! stream records only while no capture-time break runs, its first driver
+//! failure), and the per-thread break frames and live values that
+//! [`crate::capture_state`] keys by this part's address.
+
+use std::os::raw::c_void;
+use std::sync::{Mutex, MutexGuard};
+
+use crate::capture_state::{self, CaptureState, CtxKey};
+use crate::error::{Error, Result};
+use crate::sync::lock;
+
+/// The capture-state part of a context.
+#[derive(Debug, Default)]
+pub(crate) struct CaptureControl {
+    state: Mutex<CaptureState>,
+}
+
+impl CaptureControl {
+    /// The state, locked: for steps that must not interleave with another
+    /// thread's (a recording's begin and close).
+    pub(crate) fn state(&self) -> MutexGuard<'_, CaptureState> {
+        lock(&self.state)
+    }
+
+    /// This context's key in the per-thread break frames: the part's
+    /// address, stable while the context's shared state lives.
+    fn key(&self) -> CtxKey {
+        self as *const CaptureControl as CtxKey
+    }
+
+    /// Whether a capture is open (also while one of its breaks runs).
+    pub(crate) fn is_open(&self) -> bool {
+        self.state().is_open()
+    }
+
+    /// Whether the stream records now: a capture is open and none of its
+    /// break functions runs.
+    pub(crate) fn is_recording(&self) -> bool {
+        self.state().is_recording()
+    }
+
+    /// Whether the calling thread runs a break function of this context.
+    pub(crate) fn in_break(&self) -> bool {
+        capture_state::thread_in_break(self.key())
+    }
+
+    /// Whether a break reached now just runs its function (see
+    /// [`CaptureState::break_passes_through`]).
+    pub(crate) fn break_passes_through(&self) -> bool {
+        let in_break = self.in_break();
+        self.state().break_passes_through(in_break)
+    }
+
+    /// Refuses a capture now: one is open, or the calling thread is inside
+    /// a break function of this context.
+    pub(crate) fn check_can_begin(&self) -> Result<()> {
+        let in_break = self.in_break();
+        self.state().check_can_begin(in_break)
+    }
+
+    /// Refuses stream-synchronous work (`what`) while the stream records.
+    pub(crate) fn refuse_while_recording(&self, what: &str) -> Result<()> {
+        if self.is_recording() {
+            return Err(Error::capture_state(format!(
+                "cannot {what} while this context is capturing (it would invalidate the capture)"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Notes a driver failure as the open capture's first failure.
+    pub(crate) fn note_failure(&self, e: &Error) {
+        self.state().note_failure(e);
+    }
+
+    /// Runs a break function with the calling thread marked as inside a
+    /// break of this context (a frame on its stack, gone when `f` returns
+    /// or unwinds).
+    pub(crate) fn run_break<T>(&self, f: impl FnOnce() -> T) -> T {
+        capture_state::run_as_break(self.key(), f)
+    }
+
+    /// Runs a break function of the open capture at capture time: the
+    /// stream is out of capture meanwhile, so nothing records until `f`
+    /// returns or unwinds; the thread is marked as in
+    /// [`CaptureControl::run_break`].
+    pub(crate) fn run_paused<T>(&self, f: impl FnOnce() -> T) -> T {
+        self.state().pause();
+        struct Resume<'a>(&'a CaptureControl);
+        impl Drop for Resume<'_> {
+            fn drop(&mut self) {
+                self.0.state().resume();
+            }
+        }
+        let _resume = Resume(self);
+        self.run_break(f)
+    }
+
+    /// Runs `f` with `value` as the calling thread's value for this context.
+    pub(crate) fn with_thread_value<T>(&self, value: *mut c_void, f: impl FnOnce() -> T) -> T {
+        capture_state::run_with_live(self.key(), value, f)
+    }
+
+    /// The innermost value published on the calling thread, or null.
+    pub(crate) fn thread_value(&self) -> *mut c_void {
+        capture_state::thread_running_live(self.key())
+    }
+}
