@@ -16,11 +16,13 @@
 //! whole-graph update, memset node updates, launches on a stream of
 //! another context.
 //!
-//! Raw driver calls: this suite tests the driver, not the library.
+//! It calls the driver through cuda-sys's checked-call layer: it tests the
+//! driver, not the library.
 
 use std::ffi::c_void;
 use std::thread;
 
+use cuda_sys::result::{self as cu, DriverError};
 use cuda_sys::*;
 use fc_graph_tests::{ensure, fail, run_gpu_tests_one_at_a_time, GpuTest};
 use libtest_mimic::Failed;
@@ -67,9 +69,17 @@ fn d() -> &'static Driver {
     }
 }
 
-fn ok(call: &str, rc: CUresult) -> TestResult {
-    ensure!(rc == CUDA_SUCCESS, "{call} returned {rc}");
-    Ok(())
+/// A failed call as a test failure.
+fn f(e: DriverError) -> Failed {
+    fail(e)
+}
+
+/// The status a call returned.
+fn code<T>(r: cu::Result<T>) -> CUresult {
+    match r {
+        Ok(_) => CUDA_SUCCESS,
+        Err(e) => e.code,
+    }
 }
 
 /// A device's primary context with a stream, a module of the built-ins and
@@ -90,50 +100,33 @@ unsafe impl Sync for Rig {}
 impl Rig {
     fn new(ordinal: i32) -> Result<Rig, Failed> {
         let d = d();
-        let mut device: CUdevice = 0;
-        let mut ctx: CUcontext = std::ptr::null_mut();
-        // SAFETY: valid out-pointers throughout; the context is made current
-        // before the calls that need one.
-        unsafe {
-            ok("cuDeviceGet", (d.cuDeviceGet)(&mut device, ordinal))?;
-            ok("cuDevicePrimaryCtxRetain", (d.cuDevicePrimaryCtxRetain)(&mut ctx, device))?;
-            ok("cuCtxSetCurrent", (d.cuCtxSetCurrent)(ctx))?;
-        }
-        let mut stream: CUstream = std::ptr::null_mut();
-        let mut module: CUmodule = std::ptr::null_mut();
-        let mut add: CUfunction = std::ptr::null_mut();
+        let device = cu::device::get(d, ordinal).map_err(f)?;
+        let ctx = cu::context::primary_retain(d, device).map_err(f)?;
+        // SAFETY: a context just retained.
+        unsafe { cu::context::set_current(d, ctx) }.map_err(f)?;
+        let stream = cu::stream::create(d, CU_STREAM_NON_BLOCKING).map_err(f)?;
+        // SAFETY: NUL-terminated PTX; no options.
+        let module =
+            unsafe { cu::module::load_data_ex(d, ELEMENTWISE.as_ptr().cast(), &mut [], &mut []) }.map_err(f)?;
+        // SAFETY: a live module.
+        let add = unsafe { cu::module::get_function(d, module, c"fc_add_f32") }.map_err(f)?;
         let mut bufs = [0; 3];
-        // SAFETY: as above; the image is NUL-terminated PTX.
-        unsafe {
-            ok("cuStreamCreate", (d.cuStreamCreate)(&mut stream, CU_STREAM_NON_BLOCKING))?;
-            let mut none: [CUjit_option; 0] = [];
-            let mut values: [*mut c_void; 0] = [];
-            ok(
-                "cuModuleLoadDataEx",
-                (d.cuModuleLoadDataEx)(
-                    &mut module,
-                    ELEMENTWISE.as_ptr().cast(),
-                    0,
-                    none.as_mut_ptr(),
-                    values.as_mut_ptr(),
-                ),
-            )?;
-            ok("cuModuleGetFunction", (d.cuModuleGetFunction)(&mut add, module, c"fc_add_f32".as_ptr()))?;
-            for b in &mut bufs {
-                ok("cuMemAlloc", (d.cuMemAlloc)(b, N * 4))?;
-                ok("cuMemsetD8Async", (d.cuMemsetD8Async)(*b, 0, N * 4, stream))?;
-            }
-            ok("cuStreamSynchronize", (d.cuStreamSynchronize)(stream))?;
+        for b in &mut bufs {
+            *b = cu::memory::alloc(d, N * 4).map_err(f)?;
+            // SAFETY: the allocation just made, on our stream.
+            unsafe { cu::memory::memset_d8_async(d, *b, 0, N * 4, stream) }.map_err(f)?;
         }
+        // SAFETY: our stream.
+        unsafe { cu::stream::synchronize(d, stream) }.map_err(f)?;
         Ok(Rig { device, ctx, stream, add, bufs })
     }
 
     fn current(&self) -> TestResult {
         // SAFETY: a retained primary context.
-        ok("cuCtxSetCurrent", unsafe { (d().cuCtxSetCurrent)(self.ctx) })
+        unsafe { cu::context::set_current(d(), self.ctx) }.map_err(f)
     }
 
-    /// `bufs[2] = bufs[0] + bufs[1]` on `stream`.
+    /// `bufs[2] = bufs[0] + bufs[1]` (the first `n` floats) on `stream`.
     fn launch_add(&self, stream: CUstream) -> CUresult {
         let [a, b, c] = self.bufs;
         let n = N as u32;
@@ -144,34 +137,53 @@ impl Rig {
             &n as *const u32 as *mut c_void,
         ];
         // SAFETY: the kernel's four parameters, each pointing to a live value.
-        unsafe {
-            (d().cuLaunchKernel)(self.add, 4, 1, 1, 256, 1, 1, 0, stream, args.as_mut_ptr(), std::ptr::null_mut())
-        }
+        code(unsafe {
+            cu::kernel::launch(
+                d(),
+                self.add,
+                (4, 1, 1),
+                (256, 1, 1),
+                0,
+                stream,
+                args.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        })
     }
 
     fn begin(&self, mode: CUstreamCaptureMode) -> TestResult {
         // SAFETY: our stream, not capturing.
-        ok("cuStreamBeginCapture", unsafe { (d().cuStreamBeginCapture)(self.stream, mode) })
+        unsafe { cu::stream::begin_capture(d(), self.stream, mode) }.map_err(f)
     }
 
     fn status(&self) -> Result<CUstreamCaptureStatus, Failed> {
-        let mut s = 99;
-        // SAFETY: valid out-pointer.
-        ok("cuStreamIsCapturing", unsafe { (d().cuStreamIsCapturing)(self.stream, &mut s) })?;
-        Ok(s)
+        // SAFETY: our stream.
+        unsafe { cu::stream::is_capturing(d(), self.stream) }.map_err(f)
     }
 
-    /// Ends the capture: its status, and destroys the graph it made.
+    /// Ends the capture: its status; the graph it made is destroyed.
     fn end(&self) -> CUresult {
-        let mut g: CUgraph = std::ptr::null_mut();
-        // SAFETY: valid out-pointer; the graph, if any, is ours to destroy.
-        unsafe {
-            let rc = (d().cuStreamEndCapture)(self.stream, &mut g);
-            if !g.is_null() {
-                (d().cuGraphDestroy)(g);
+        // SAFETY: our stream; the graph, if any, is ours to destroy.
+        match unsafe { cu::stream::end_capture(d(), self.stream) } {
+            Ok(g) => {
+                // SAFETY: as above.
+                let _ = unsafe { cu::graph::destroy(d(), g) };
+                CUDA_SUCCESS
             }
-            rc
+            Err(e) => e.code,
         }
+    }
+
+    /// The first `n` floats of buffer `i`.
+    fn download(&self, i: usize, n: usize) -> Result<Vec<f32>, Failed> {
+        let mut host = vec![0f32; n];
+        // SAFETY: `host` holds `n` floats; our buffer and stream.
+        unsafe {
+            cu::memory::memcpy_dtoh_async(d(), host.as_mut_ptr().cast(), self.bufs[i], n * 4, self.stream)
+                .map_err(f)?;
+            cu::stream::synchronize(d(), self.stream).map_err(f)?;
+        }
+        Ok(host)
     }
 }
 
@@ -180,38 +192,45 @@ impl Drop for Rig {
         let d = d();
         // SAFETY: what `new` made, freed once, the context current.
         unsafe {
-            (d.cuCtxSetCurrent)(self.ctx);
-            (d.cuStreamSynchronize)(self.stream);
+            let _ = cu::context::set_current(d, self.ctx);
+            let _ = cu::stream::synchronize(d, self.stream);
             for b in self.bufs {
-                (d.cuMemFree)(b);
+                let _ = cu::memory::free(d, b);
             }
-            (d.cuStreamDestroy)(self.stream);
-            (d.cuDevicePrimaryCtxRelease)(self.device);
+            let _ = cu::stream::destroy(d, self.stream);
+            let _ = cu::context::primary_release(d, self.device);
         }
     }
 }
 
-/// `f` on a new thread with `rig`'s context current; its result.
-fn on_other_thread<T: Send>(rig: &Rig, f: impl FnOnce() -> T + Send) -> Result<T, Failed> {
-    thread::scope(|s| s.spawn(|| rig.current().map(|()| f())).join()).map_err(|_| fail("the other thread panicked"))?
+/// `g` on a new thread with `rig`'s context current; its result.
+fn on_other_thread<T: Send>(rig: &Rig, g: impl FnOnce() -> T + Send) -> Result<T, Failed> {
+    thread::scope(|s| s.spawn(|| rig.current().map(|()| g())).join()).map_err(|_| fail("the other thread panicked"))?
 }
 
 fn alloc_free() -> CUresult {
-    let mut p: CUdeviceptr = 0;
-    // SAFETY: valid out-pointer; freed at once.
-    unsafe {
-        let rc = (d().cuMemAlloc)(&mut p, 1 << 16);
-        if rc == CUDA_SUCCESS {
-            (d().cuMemFree)(p);
+    match cu::memory::alloc(d(), 1 << 16) {
+        Ok(p) => {
+            // SAFETY: freed once, at once.
+            let _ = unsafe { cu::memory::free(d(), p) };
+            CUDA_SUCCESS
         }
-        rc
+        Err(e) => e.code,
     }
+}
+
+/// `g` with the calling thread's capture mode RELAXED (restored after).
+fn relaxed<T>(g: impl FnOnce() -> T) -> Result<T, Failed> {
+    let previous = cu::stream::thread_exchange_capture_mode(d(), CU_STREAM_CAPTURE_MODE_RELAXED).map_err(f)?;
+    let r = g();
+    cu::stream::thread_exchange_capture_mode(d(), previous).map_err(f)?;
+    Ok(r)
 }
 
 fn global_capture_refuses_another_threads_alloc() -> TestResult {
     let rig = Rig::new(0)?;
     rig.begin(CU_STREAM_CAPTURE_MODE_GLOBAL)?;
-    ok("cuLaunchKernel (captured)", rig.launch_add(rig.stream))?;
+    ensure!(rig.launch_add(rig.stream) == CUDA_SUCCESS, "captured launch");
     let rc = on_other_thread(&rig, alloc_free)?;
     let status = rig.status()?;
     let end = rig.end();
@@ -225,7 +244,7 @@ fn global_capture_refuses_another_threads_alloc() -> TestResult {
 fn thread_local_capture_leaves_other_threads_alone() -> TestResult {
     let rig = Rig::new(0)?;
     rig.begin(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
-    ok("cuLaunchKernel (captured)", rig.launch_add(rig.stream))?;
+    ensure!(rig.launch_add(rig.stream) == CUDA_SUCCESS, "captured launch");
     let rc = on_other_thread(&rig, alloc_free)?;
     let end = rig.end();
     ensure!(rc == CUDA_SUCCESS, "the other thread's alloc returned {rc}");
@@ -236,15 +255,7 @@ fn thread_local_capture_leaves_other_threads_alone() -> TestResult {
 fn relaxed_thread_is_not_refused() -> TestResult {
     let rig = Rig::new(0)?;
     rig.begin(CU_STREAM_CAPTURE_MODE_GLOBAL)?;
-    let rc = on_other_thread(&rig, || {
-        let mut mode = CU_STREAM_CAPTURE_MODE_RELAXED;
-        // SAFETY: valid in/out pointer; restored after the call.
-        unsafe { (d().cuThreadExchangeStreamCaptureMode)(&mut mode) };
-        let rc = alloc_free();
-        // SAFETY: as above.
-        unsafe { (d().cuThreadExchangeStreamCaptureMode)(&mut mode) };
-        rc
-    })?;
+    let rc = on_other_thread(&rig, || relaxed(alloc_free))??;
     let end = rig.end();
     ensure!(rc == CUDA_SUCCESS, "a RELAXED thread's alloc returned {rc}");
     ensure!(end == CUDA_SUCCESS, "end {end}");
@@ -260,12 +271,7 @@ fn own_unsafe_call_refused_in_thread_local_capture() -> TestResult {
     ensure!(end == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "end {end}");
     // The same under RELAXED thread mode: allowed.
     rig.begin(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
-    let mut mode = CU_STREAM_CAPTURE_MODE_RELAXED;
-    // SAFETY: valid in/out pointer; restored below.
-    unsafe { (d().cuThreadExchangeStreamCaptureMode)(&mut mode) };
-    let rc = alloc_free();
-    // SAFETY: as above.
-    unsafe { (d().cuThreadExchangeStreamCaptureMode)(&mut mode) };
+    let rc = relaxed(alloc_free)?;
     let end = rig.end();
     ensure!(rc == CUDA_SUCCESS && end == CUDA_SUCCESS, "RELAXED: alloc {rc}, end {end}");
     Ok(())
@@ -274,11 +280,8 @@ fn own_unsafe_call_refused_in_thread_local_capture() -> TestResult {
 fn device_sync_conflicts_with_a_capture_of_its_context() -> TestResult {
     let rig = Rig::new(0)?;
     rig.begin(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
-    ok("cuLaunchKernel (captured)", rig.launch_add(rig.stream))?;
-    let rc = on_other_thread(&rig, || {
-        // SAFETY: no arguments; the context is current.
-        unsafe { (d().cuCtxSynchronize)() }
-    })?;
+    ensure!(rig.launch_add(rig.stream) == CUDA_SUCCESS, "captured launch");
+    let rc = on_other_thread(&rig, || code(cu::context::synchronize(d())))?;
     let status = rig.status()?;
     let end = rig.end();
     println!("THREAD_LOCAL capture: other thread's cuCtxSynchronize {rc}, status {status}, end {end}");
@@ -291,7 +294,7 @@ fn querying_a_capturing_stream_invalidates_it() -> TestResult {
     let rig = Rig::new(0)?;
     rig.begin(CU_STREAM_CAPTURE_MODE_RELAXED)?;
     // SAFETY: our stream.
-    let rc = unsafe { (d().cuStreamQuery)(rig.stream) };
+    let rc = code(unsafe { cu::stream::query(d(), rig.stream) });
     let end = rig.end();
     println!("cuStreamQuery of a capturing stream {rc}, end {end}");
     ensure!(rc == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "cuStreamQuery returned {rc}");
@@ -302,34 +305,30 @@ fn querying_a_capturing_stream_invalidates_it() -> TestResult {
 fn fork_join_and_unjoined_forks() -> TestResult {
     let rig = Rig::new(0)?;
     let d = d();
-    let (mut side, mut fork, mut join) = (std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut());
-    // SAFETY: valid out-pointers; the context is current.
-    unsafe {
-        ok("cuStreamCreate", (d.cuStreamCreate)(&mut side, CU_STREAM_NON_BLOCKING))?;
-        ok("cuEventCreate", (d.cuEventCreate)(&mut fork, CU_EVENT_DISABLE_TIMING))?;
-        ok("cuEventCreate", (d.cuEventCreate)(&mut join, CU_EVENT_DISABLE_TIMING))?;
-    }
+    let side = cu::stream::create(d, CU_STREAM_NON_BLOCKING).map_err(f)?;
+    let fork = cu::event::create(d, CU_EVENT_DISABLE_TIMING).map_err(f)?;
+    let join = cu::event::create(d, CU_EVENT_DISABLE_TIMING).map_err(f)?;
     let round = |rejoin: bool| -> Result<(CUresult, usize), Failed> {
         rig.begin(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
         // SAFETY: our streams and events; the side stream joins the capture
         // through the fork event.
         unsafe {
-            ok("cuEventRecord", (d.cuEventRecord)(fork, rig.stream))?;
-            ok("cuStreamWaitEvent", (d.cuStreamWaitEvent)(side, fork, 0))?;
-            ok("launch (side)", rig.launch_add(side))?;
-            ok("launch (origin)", rig.launch_add(rig.stream))?;
+            cu::event::record(d, fork, rig.stream).map_err(f)?;
+            cu::stream::wait_event(d, side, fork, 0).map_err(f)?;
+            ensure!(rig.launch_add(side) == CUDA_SUCCESS, "side launch");
+            ensure!(rig.launch_add(rig.stream) == CUDA_SUCCESS, "origin launch");
             if rejoin {
-                ok("cuEventRecord", (d.cuEventRecord)(join, side))?;
-                ok("cuStreamWaitEvent", (d.cuStreamWaitEvent)(rig.stream, join, 0))?;
+                cu::event::record(d, join, side).map_err(f)?;
+                cu::stream::wait_event(d, rig.stream, join, 0).map_err(f)?;
             }
-            let mut g: CUgraph = std::ptr::null_mut();
-            let rc = (d.cuStreamEndCapture)(rig.stream, &mut g);
-            let mut n = 0usize;
-            if !g.is_null() {
-                (d.cuGraphGetNodes)(g, std::ptr::null_mut(), &mut n);
-                (d.cuGraphDestroy)(g);
+            match cu::stream::end_capture(d, rig.stream) {
+                Ok(g) => {
+                    let n = cu::graph::node_count(d, g).map_err(f)?;
+                    let _ = cu::graph::destroy(d, g);
+                    Ok((CUDA_SUCCESS, n))
+                }
+                Err(e) => Ok((e.code, 0)),
             }
-            Ok((rc, n))
         }
     };
     let (rc, nodes) = round(true)?;
@@ -339,29 +338,23 @@ fn fork_join_and_unjoined_forks() -> TestResult {
     ensure!(rc == CUDA_ERROR_STREAM_CAPTURE_UNJOINED, "unjoined fork: end {rc}");
     // SAFETY: ours, destroyed once; the side stream left the capture.
     unsafe {
-        (d.cuEventDestroy)(fork);
-        (d.cuEventDestroy)(join);
-        (d.cuStreamDestroy)(side);
+        let _ = cu::event::destroy(d, fork);
+        let _ = cu::event::destroy(d, join);
+        let _ = cu::stream::destroy(d, side);
     }
     Ok(())
 }
 
-/// A graph of two kernel nodes, the second after the first through a
-/// programmatic edge where the driver and device have them (12.3+, sm_90),
-/// else a full one.
-fn two_node_graph(rig: &Rig) -> Result<(CUgraph, [CUgraphNode; 2], bool), Failed> {
-    let d = d();
-    let [a, b, c] = rig.bufs;
-    let n = N as u32;
-    let mut args: [*mut c_void; 4] = [
-        &a as *const u64 as *mut c_void,
-        &b as *const u64 as *mut c_void,
-        &c as *const u64 as *mut c_void,
-        &n as *const u32 as *mut c_void,
-    ];
-    let p = CUDA_KERNEL_NODE_PARAMS_v2 {
+/// Kernel node parameters of `bufs[2] = bufs[0] + bufs[1]` over `n` floats,
+/// their argument values in `words`.
+fn add_params(rig: &Rig, words: &mut [u64; 4], args: &mut [*mut c_void; 4], n: u32) -> CUDA_KERNEL_NODE_PARAMS_v2 {
+    *words = [rig.bufs[0], rig.bufs[1], rig.bufs[2], u64::from(n)];
+    for (a, w) in args.iter_mut().zip(words.iter_mut()) {
+        *a = (w as *mut u64).cast();
+    }
+    CUDA_KERNEL_NODE_PARAMS_v2 {
         func: rig.add,
-        gridDimX: 4,
+        gridDimX: n.div_ceil(256),
         gridDimY: 1,
         gridDimZ: 1,
         blockDimX: 256,
@@ -372,21 +365,23 @@ fn two_node_graph(rig: &Rig) -> Result<(CUgraph, [CUgraphNode; 2], bool), Failed
         extra: std::ptr::null_mut(),
         kern: std::ptr::null_mut(),
         ctx: std::ptr::null_mut(),
-    };
-    let mut g: CUgraph = std::ptr::null_mut();
-    // SAFETY: valid out-pointer.
-    ok("cuGraphCreate", unsafe { (d.cuGraphCreate)(&mut g, 0) })?;
+    }
+}
+
+/// A graph of two kernel nodes, the second after the first through a
+/// programmatic edge where the driver and device have them (12.3+, sm_90),
+/// else a full one.
+fn two_node_graph(rig: &Rig) -> Result<(CUgraph, [CUgraphNode; 2], bool), Failed> {
+    let d = d();
+    let (mut words, mut args) = ([0u64; 4], [std::ptr::null_mut(); 4]);
+    let p = add_params(rig, &mut words, &mut args, N as u32);
+    let g = cu::graph::create(d, 0).map_err(f)?;
+    let no = || fail("no cuGraphAddKernelNode");
     // SAFETY: the parameters point to live values; nodes of `g`.
-    let n0 = unsafe { d.graph_add_kernel_node(g, &[], &p) }
-        .ok_or_else(|| fail("no cuGraphAddKernelNode"))?
-        .map_err(|rc| fail(format!("add: {rc}")))?;
+    let n0 = unsafe { cu::graph::add_kernel_node(d, g, &[], &p) }.ok_or_else(no)?.map_err(f)?;
     // SAFETY: as above.
-    let n1 = unsafe { d.graph_add_kernel_node(g, &[], &p) }
-        .ok_or_else(|| fail("no cuGraphAddKernelNode"))?
-        .map_err(|rc| fail(format!("add: {rc}")))?;
-    let mut cc = 0;
-    // SAFETY: valid out-pointer.
-    unsafe { (d.cuDeviceGetAttribute)(&mut cc, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, rig.device) };
+    let n1 = unsafe { cu::graph::add_kernel_node(d, g, &[], &p) }.ok_or_else(no)?.map_err(f)?;
+    let cc = cu::device::get_attribute(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, rig.device).map_err(f)?;
     let programmatic = d.has_programmatic_edges() && cc >= 9;
     let data = CUgraphEdgeData {
         from_port: if programmatic { CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC } else { 0 },
@@ -395,43 +390,26 @@ fn two_node_graph(rig: &Rig) -> Result<(CUgraph, [CUgraphNode; 2], bool), Failed
         reserved: [0; 5],
     };
     // SAFETY: nodes of `g`; one edge.
-    let rc = unsafe { d.graph_add_dependencies(g, &[n0], &[n1], programmatic.then_some(&[data][..])) }
-        .ok_or_else(|| fail("no cuGraphAddDependencies"))?;
-    ok("cuGraphAddDependencies", rc)?;
+    unsafe { cu::graph::add_dependencies(d, g, &[n0], &[n1], programmatic.then_some(&[data][..])) }
+        .ok_or_else(|| fail("no cuGraphAddDependencies"))?
+        .map_err(f)?;
     Ok((g, [n0, n1], programmatic))
 }
 
 fn edge_count_needs_no_edge_data() -> TestResult {
     let rig = Rig::new(0)?;
-    let d = d();
     let (g, _, programmatic) = two_node_graph(&rig)?;
-    let mut n = 0usize;
-    let rc = match d.cuGraphGetEdges {
-        // SAFETY: a count query: no arrays.
-        Some(cuda_sys::functions::abi::cuGraphGetEdges::Abi::V12030(f)) => unsafe {
-            f(g, std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut(), &mut n)
-        },
-        // SAFETY: as above.
-        Some(cuda_sys::functions::abi::cuGraphGetEdges::Abi::V10000(f)) => unsafe {
-            f(g, std::ptr::null_mut(), std::ptr::null_mut(), &mut n)
-        },
-        None => return Err(fail("no cuGraphGetEdges")),
-    };
-    println!(
-        "edge count without edge data ({}): {rc}, {n} edge(s)",
-        if programmatic { "programmatic" } else { "full" }
-    );
-    ensure!(rc == CUDA_SUCCESS && n == 1, "count query: {rc}, {n} edges");
-    // SAFETY: our graph's edges, read through the adapter.
-    let edges = unsafe { d.graph_edges(g) }
-        .ok_or_else(|| fail("no cuGraphGetEdges"))?
-        .map_err(|rc| fail(format!("edges: {rc}")))?;
+    // The adapter asks the count first with no arrays and no edge data,
+    // then the edges (with their data where the ABI has it).
+    // SAFETY: our graph.
+    let edges = unsafe { cu::graph::get_edges(d(), g) }.ok_or_else(|| fail("no cuGraphGetEdges"))?.map_err(f)?;
+    println!("edges ({}): {edges:?}", if programmatic { "programmatic" } else { "full" });
     ensure!(edges.len() == 1, "{} edges", edges.len());
     if programmatic {
         ensure!(edges[0].data.map(|e| e.type_) == Some(CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC as u8), "{edges:?}");
     }
     // SAFETY: ours, destroyed once.
-    unsafe { (d.cuGraphDestroy)(g) };
+    let _ = unsafe { cu::graph::destroy(d(), g) };
     Ok(())
 }
 
@@ -440,44 +418,20 @@ fn exec_nodes_keep_their_source_handles_after_an_update() -> TestResult {
     let d = d();
     let (g1, [n0, _], _) = two_node_graph(&rig)?;
     let (g2, _, _) = two_node_graph(&rig)?;
-    let mut exec: CUgraphExec = std::ptr::null_mut();
-    // SAFETY: valid out-pointer; our graph.
-    ok("cuGraphInstantiateWithFlags", unsafe { (d.cuGraphInstantiateWithFlags)(&mut exec, g1, 0) })?;
-    // SAFETY: our executable and a graph of the same shape.
-    let u = unsafe { d.graph_exec_update(exec, g2) }.ok_or_else(|| fail("no cuGraphExecUpdate"))?;
-    ensure!(u.updated(), "update refused: {u:?}");
-    let [a, b, c] = rig.bufs;
-    let n = 7u32;
-    let mut args: [*mut c_void; 4] = [
-        &a as *const u64 as *mut c_void,
-        &b as *const u64 as *mut c_void,
-        &c as *const u64 as *mut c_void,
-        &n as *const u32 as *mut c_void,
-    ];
-    let p = CUDA_KERNEL_NODE_PARAMS_v2 {
-        func: rig.add,
-        gridDimX: 1,
-        gridDimY: 1,
-        gridDimZ: 1,
-        blockDimX: 32,
-        blockDimY: 1,
-        blockDimZ: 1,
-        sharedMemBytes: 0,
-        kernelParams: args.as_mut_ptr(),
-        extra: std::ptr::null_mut(),
-        kern: std::ptr::null_mut(),
-        ctx: std::ptr::null_mut(),
-    };
-    // The node of the graph the executable was instantiated from still
-    // names its node after the update.
-    // SAFETY: our executable, a node of its source graph, live parameters.
-    let rc = unsafe { d.graph_exec_kernel_node_set_params(exec, n0, &p) }.ok_or_else(|| fail("no set params"))?;
-    ok("cuGraphExecKernelNodeSetParams (source node)", rc)?;
-    // SAFETY: ours, destroyed once.
+    // SAFETY: our graphs and executable throughout; the parameters point to
+    // live values.
     unsafe {
-        (d.cuGraphExecDestroy)(exec);
-        (d.cuGraphDestroy)(g1);
-        (d.cuGraphDestroy)(g2);
+        let exec = cu::graph_exec::instantiate(d, g1, 0).map_err(f)?;
+        let u = cu::graph_exec::update(d, exec, g2).ok_or_else(|| fail("no cuGraphExecUpdate"))?.map_err(f)?;
+        ensure!(u.updated(), "update refused: {u:?}");
+        // The node of the graph the executable was instantiated from still
+        // names its node after the update: here, an add of 7 floats only.
+        let (mut words, mut args) = ([0u64; 4], [std::ptr::null_mut(); 4]);
+        let p = add_params(&rig, &mut words, &mut args, 7);
+        cu::graph_exec::kernel_node_set_params(d, exec, n0, &p).ok_or_else(|| fail("no set params"))?.map_err(f)?;
+        let _ = cu::graph_exec::destroy(d, exec);
+        let _ = cu::graph::destroy(d, g1);
+        let _ = cu::graph::destroy(d, g2);
     }
     Ok(())
 }
@@ -488,38 +442,33 @@ fn memset_node_update_changes_element_size() -> TestResult {
     let bytes =
         CUDA_MEMSET_NODE_PARAMS_v1 { dst: rig.bufs[0], pitch: 0, value: 0, elementSize: 1, width: N * 4, height: 1 };
     let words = CUDA_MEMSET_NODE_PARAMS_v1 { elementSize: 4, width: N, value: 1.0f32.to_bits(), ..bytes };
-    let (mut g, mut node, mut exec) = (std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut());
-    let mut host = vec![0f32; N];
-    // SAFETY: valid out-pointers, our buffer and context; the copy reads N
-    // floats into `host`.
+    let g = cu::graph::create(d, 0).map_err(f)?;
+    // SAFETY: our graph, buffer, context and stream throughout.
     unsafe {
-        ok("cuGraphCreate", (d.cuGraphCreate)(&mut g, 0))?;
-        ok("cuGraphAddMemsetNode", (d.cuGraphAddMemsetNode)(&mut node, g, std::ptr::null(), 0, &bytes, rig.ctx))?;
-        ok("cuGraphInstantiateWithFlags", (d.cuGraphInstantiateWithFlags)(&mut exec, g, 0))?;
-        ok("cuGraphExecMemsetNodeSetParams", (d.cuGraphExecMemsetNodeSetParams)(exec, node, &words, rig.ctx))?;
-        ok("cuGraphLaunch", (d.cuGraphLaunch)(exec, rig.stream))?;
-        ok("cuMemcpyDtoHAsync", (d.cuMemcpyDtoHAsync)(host.as_mut_ptr().cast(), rig.bufs[0], N * 4, rig.stream))?;
-        ok("cuStreamSynchronize", (d.cuStreamSynchronize)(rig.stream))?;
-        (d.cuGraphExecDestroy)(exec);
-        (d.cuGraphDestroy)(g);
+        let node = cu::graph::add_memset_node(d, g, &[], &bytes, rig.ctx).map_err(f)?;
+        let exec = cu::graph_exec::instantiate(d, g, 0).map_err(f)?;
+        cu::graph_exec::memset_node_set_params(d, exec, node, &words, rig.ctx).map_err(f)?;
+        cu::graph_exec::launch(d, exec, rig.stream).map_err(f)?;
+        let host = rig.download(0, N)?;
+        let _ = cu::graph_exec::destroy(d, exec);
+        let _ = cu::graph::destroy(d, g);
+        ensure!(host.iter().all(|&v| v == 1.0), "the updated memset wrote {:?}", &host[..4]);
     }
-    ensure!(host.iter().all(|&v| v == 1.0), "the updated memset wrote {:?}", &host[..4]);
     Ok(())
 }
 
 fn launch_on_a_stream_of_another_context() -> TestResult {
-    let d = d();
-    if d.driver_version() < 13000 {
+    if d().driver_version() < 13000 {
         println!("[SKIP] gpu_driver_rules::launch_on_a_stream_of_another_context: needs a CUDA 13 driver");
         return Ok(());
     }
     let (r0, r1) = (Rig::new(0)?, Rig::new(1)?);
-    // Device 0's context current, device 1's kernel on device 1's stream.
+    // Device 1's kernel on device 1's stream, device 0's context current.
     r0.current()?;
     let rc = r1.launch_add(r1.stream);
     r1.current()?;
+    ensure!(rc == CUDA_SUCCESS, "launch {rc}");
     // SAFETY: device 1's stream, its context current.
-    let sync = unsafe { (d.cuStreamSynchronize)(r1.stream) };
-    ensure!(rc == CUDA_SUCCESS && sync == CUDA_SUCCESS, "launch {rc}, sync {sync}");
+    unsafe { cu::stream::synchronize(d(), r1.stream) }.map_err(f)?;
     Ok(())
 }
