@@ -50,7 +50,10 @@ pub struct Rig {
     pub add: CUfunction,
     /// `fc_mul_f32(a, b, out, n)`: `out[i] = a[i] * b[i]`.
     pub mul: CUfunction,
+    /// The loaded copy's file.
     path: PathBuf,
+    /// A folder of the rig's own, removed with it.
+    own_dir: Option<PathBuf>,
 }
 
 impl Rig {
@@ -86,10 +89,19 @@ impl Rig {
             add: std::ptr::null_mut(),
             mul: std::ptr::null_mut(),
             path,
+            own_dir: None,
         };
         rig.module = rig.load_module(ELEMENTWISE_PTX);
         rig.add = rig.function(rig.module, "fc_add_f32");
         rig.mul = rig.function(rig.module, "fc_mul_f32");
+        rig
+    }
+
+    /// [`Rig::new`] in a folder of the rig's own (`dir`, made for it),
+    /// removed when the rig is dropped.
+    pub fn in_own_dir(dir: &Path, name: &str, version: i32) -> Rig {
+        let mut rig = Rig::new(dir, name, version);
+        rig.own_dir = Some(dir.to_path_buf());
         rig
     }
 
@@ -120,7 +132,7 @@ impl Rig {
         f
     }
 
-    /// Device memory for `n` f32 values.
+    /// Device memory for `n` f32 (or other 4-byte) values.
     pub fn alloc(&self, n: usize) -> CUdeviceptr {
         let mut p: CUdeviceptr = 0;
         // SAFETY: a valid out-pointer; the rig's context is current.
@@ -135,14 +147,24 @@ impl Rig {
         p
     }
 
+    /// Device memory holding `values` (conditions, counts).
+    pub fn buffer_u32(&self, values: &[u32]) -> CUdeviceptr {
+        let p = self.alloc(values.len());
+        self.upload_bytes(p, values.as_ptr().cast(), std::mem::size_of_val(values));
+        p
+    }
+
     /// Copies `values` to `dst` (waits for the copy).
     pub fn upload(&self, dst: CUdeviceptr, values: &[f32]) {
-        // SAFETY: `values` is live until the stream is synchronised below;
-        // `dst` holds as many values (the caller's allocation).
-        ok(
-            unsafe { (self.driver.cuMemcpyHtoDAsync)(dst, values.as_ptr().cast(), values.len() * 4, self.stream) },
-            "cuMemcpyHtoDAsync",
-        );
+        self.upload_bytes(dst, values.as_ptr().cast(), std::mem::size_of_val(values));
+    }
+
+    /// Copies `bytes` bytes at `src` to `dst` (waits for the copy).
+    fn upload_bytes(&self, dst: CUdeviceptr, src: *const c_void, bytes: usize) {
+        // SAFETY: `src` holds `bytes` bytes, live until the stream is
+        // synchronised below (the callers' slices); `dst` holds as many
+        // (the caller's allocation).
+        ok(unsafe { (self.driver.cuMemcpyHtoDAsync)(dst, src, bytes, self.stream) }, "cuMemcpyHtoDAsync");
         self.sync();
     }
 
@@ -232,6 +254,9 @@ impl Drop for Rig {
         // The copy stays mapped (the double is linked `-z nodelete`); its
         // file is not needed once loaded.
         let _ = std::fs::remove_file(&self.path);
+        if let Some(d) = &self.own_dir {
+            let _ = std::fs::remove_dir_all(d);
+        }
     }
 }
 
