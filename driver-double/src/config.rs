@@ -11,7 +11,7 @@
 //! | `FC_DOUBLE_DEVICES` | simulated devices | 2 |
 //! | `FC_DOUBLE_CC` | compute capability, as `90` or `9.0` | 9.0 from 12000 on, 3.7 (a K80) before |
 //! | `FC_DOUBLE_MEMORY_MB` | memory of each device (host memory stands in) | 4096 |
-//! | `FC_DOUBLE_FAULTS` | faults to inject, comma-separated (see [`Fault`]) | none |
+//! | `FC_DOUBLE_FAULTS` | faults to inject, comma-separated (see [`Faults`]) | none |
 //! | `FC_DOUBLE_LATENCY_US` | microseconds each call takes before it runs (outside the lock, so other threads move meanwhile): a real driver's call costs, which give other threads' calls room to land inside a capture | 0 |
 //! | `FC_DOUBLE_TRACE` | `1`: print every call that does not succeed (the call, its status, the thread) | off |
 //! | `FC_DOUBLE_MISUSE` | `exit` (a process that misused the driver exits with status 86), `warn` (report only) | `exit` |

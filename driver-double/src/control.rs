@@ -2,7 +2,7 @@
 //! CUDA 12+ build, `cuGetProcAddress_v2`), and the `fc_double_*` control
 //! functions that tests use through [`crate::probe::Probe`] (or from C).
 //!
-//! The exports are defined by [`exports!`], invoked once in each thin
+//! The exports are defined by [`exports!`](crate::exports), invoked once in each thin
 //! library crate under `driver-double/so/`, so the rlib itself exports
 //! nothing (a Rust cdylib re-exports every `#[no_mangle]` function of its
 //! dependencies, and the CUDA 11 build must not have `cuGetProcAddress_v2`).
