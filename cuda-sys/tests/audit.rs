@@ -34,9 +34,6 @@ use std::sync::OnceLock;
 use cuda_sys::audit::{self, AliasDecl, ConstDecl, FunctionDecl, StructDecl, UnionDecl};
 use cuda_sys::functions::proc_address::BOOTSTRAP;
 
-#[path = "support/double.rs"]
-mod double;
-
 /// (label used in messages, sub-directory of the headers directory).
 const HEADER_SETS: &[(&str, &str)] = &[("CUDA 12", "cuda-12"), ("CUDA 13", "cuda-13")];
 /// The headers each set must contain.
@@ -857,8 +854,9 @@ fn driver_double_history_is_the_headers() {
     let Some(headers) = headers_or_skip() else {
         return;
     };
-    let history = match double::history() {
-        Ok(h) => h,
+    // The history as the driver double (`fc_driver_double`) serves it.
+    let history: std::collections::BTreeMap<String, Vec<i32>> = match fc_driver_double::abi::history() {
+        Ok(h) => h.into_iter().collect(),
         Err(e) => panic!("tests/abi_history.txt: {e}"),
     };
     let header_texts: Vec<String> = HEADER_SETS

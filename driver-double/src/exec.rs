@@ -101,11 +101,23 @@ pub struct Exec {
 }
 
 /// Why an update was refused: the result code and the node at fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Refusal {
     /// `CU_GRAPH_EXEC_UPDATE_ERROR_*`.
     pub result: u32,
-    /// The node of the new graph at fault (0: none).
+    /// The node of the new graph at fault (0: none, the error is generic):
+    /// for edges that do not match, the edge's "to" node.
     pub node: u64,
+    /// For edges that do not match, the edge's "from" node (0 otherwise),
+    /// as `CUgraphExecUpdateResultInfo::errorFromNode` reports it.
+    pub from: u64,
+}
+
+impl Refusal {
+    /// A refusal at `node` (no edge).
+    fn at(result: u32, node: u64) -> Refusal {
+        Refusal { result, node, from: 0 }
+    }
 }
 
 const UPDATE_ERROR_TOPOLOGY_CHANGED: u32 = 2;
@@ -207,34 +219,37 @@ impl State {
     /// Compares shapes: `None` when `new` may update `old`.
     fn compare(old: &Shape, new: &Shape, nodes: &[u64], at: &mut usize) -> Option<Refusal> {
         if old.nodes.len() != new.nodes.len() {
-            return Some(Refusal { result: UPDATE_ERROR_TOPOLOGY_CHANGED, node: 0 });
+            return Some(Refusal::at(UPDATE_ERROR_TOPOLOGY_CHANGED, 0));
         }
-        let base = *at;
+        // Where this level's nodes are in `nodes` (bodies' nodes follow
+        // their conditional node there).
+        let mut positions = Vec::with_capacity(new.nodes.len());
         for (o, n) in old.nodes.iter().zip(&new.nodes) {
+            positions.push(*at);
             let node = nodes.get(*at).copied().unwrap_or(0);
             *at += 1;
             if o.type_value() != n.type_value() {
-                return Some(Refusal { result: UPDATE_ERROR_NODE_TYPE_CHANGED, node });
+                return Some(Refusal::at(UPDATE_ERROR_NODE_TYPE_CHANGED, node));
             }
             match (o, n) {
                 (NodeShape::Kernel { ctx: a }, NodeShape::Kernel { ctx: b }) if a != b => {
-                    return Some(Refusal { result: UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE, node })
+                    return Some(Refusal::at(UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE, node))
                 }
                 (NodeShape::Memset { device: a, two_d: x }, NodeShape::Memset { device: b, two_d: y })
                     if a != b || x != y =>
                 {
-                    return Some(Refusal { result: UPDATE_ERROR_PARAMETERS_CHANGED, node })
+                    return Some(Refusal::at(UPDATE_ERROR_PARAMETERS_CHANGED, node))
                 }
                 (NodeShape::Child(a), NodeShape::Child(b)) if a != b => {
                     let mut inner = 0;
                     let r = Self::compare(a, b, &[], &mut inner);
                     if r.is_some() {
-                        return Some(Refusal { result: UPDATE_ERROR_TOPOLOGY_CHANGED, node });
+                        return Some(Refusal::at(UPDATE_ERROR_TOPOLOGY_CHANGED, node));
                     }
                 }
                 (NodeShape::Conditional { ty: a, bodies: x }, NodeShape::Conditional { ty: b, bodies: y }) => {
                     if a != b || x.len() != y.len() {
-                        return Some(Refusal { result: UPDATE_ERROR_PARAMETERS_CHANGED, node });
+                        return Some(Refusal::at(UPDATE_ERROR_PARAMETERS_CHANGED, node));
                     }
                     for (bx, by) in x.iter().zip(y) {
                         if let Some(r) = Self::compare(bx, by, nodes, at) {
@@ -245,9 +260,19 @@ impl State {
                 _ => {}
             }
         }
-        let _ = base;
         if old.edges != new.edges {
-            return Some(Refusal { result: UPDATE_ERROR_TOPOLOGY_CHANGED, node: 0 });
+            // The error edge, as NVIDIA documents `errorNode` and
+            // `errorFromNode`: the first edge of the new graph the old one
+            // lacks, else the first old edge the new graph lacks (between
+            // the new graph's nodes of the same places).
+            let edge = new
+                .edges
+                .iter()
+                .find(|e| !old.edges.contains(e))
+                .or_else(|| old.edges.iter().find(|e| !new.edges.contains(e)));
+            let node_at = |i: usize| positions.get(i).and_then(|p| nodes.get(*p)).copied().unwrap_or(0);
+            let (from, node) = edge.map(|e| (node_at(e.0), node_at(e.1))).unwrap_or((0, 0));
+            return Some(Refusal { result: UPDATE_ERROR_TOPOLOGY_CHANGED, node, from });
         }
         None
     }
@@ -366,5 +391,56 @@ impl State {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernels(n: usize, edges: &[(usize, usize)]) -> Shape {
+        Shape {
+            nodes: vec![NodeShape::Kernel { ctx: 1 }; n],
+            edges: edges.iter().map(|&(a, b)| (a, b, EdgeData::default())).collect(),
+        }
+    }
+
+    fn refusal(old: &Shape, new: &Shape, nodes: &[u64]) -> Option<Refusal> {
+        State::compare(old, new, nodes, &mut 0)
+    }
+
+    /// Edges that do not match name the error edge: `errorNode` its "to"
+    /// node, `errorFromNode` its "from" node, both of the new graph;
+    /// a generic topology error names none; a node's own error no edge.
+    #[test]
+    fn topology_refusals_name_the_error_edge() {
+        let chain = kernels(3, &[(0, 1), (1, 2)]);
+        let nodes = [10, 11, 12];
+        let at = |node, from| Some(Refusal { result: UPDATE_ERROR_TOPOLOGY_CHANGED, node, from });
+        assert_eq!(refusal(&chain, &chain, &nodes), None);
+        assert_eq!(refusal(&chain, &kernels(3, &[(0, 1), (0, 2)]), &nodes), at(12, 10), "an edge the old graph lacks");
+        assert_eq!(refusal(&chain, &kernels(3, &[(0, 1)]), &nodes), at(12, 11), "an edge the new graph lacks");
+        let mut programmatic = chain.clone();
+        programmatic.edges[0].2 = EdgeData { from_port: 1, to_port: 0, ty: 1 };
+        assert_eq!(refusal(&chain, &programmatic, &nodes), at(11, 10), "an edge of another type");
+        assert_eq!(refusal(&chain, &kernels(2, &[(0, 1)]), &nodes), at(0, 0), "another node count: generic");
+        let mut memset = chain.clone();
+        memset.nodes[1] = NodeShape::Memset { device: 0, two_d: false };
+        assert_eq!(
+            refusal(&chain, &memset, &nodes),
+            Some(Refusal { result: UPDATE_ERROR_NODE_TYPE_CHANGED, node: 11, from: 0 })
+        );
+
+        // A conditional's body nodes follow it in the node list: the edge
+        // of its level names that level's nodes.
+        let with_body = |edges: &[(usize, usize)]| Shape {
+            nodes: vec![
+                NodeShape::Conditional { ty: CU_GRAPH_COND_TYPE_IF, bodies: vec![kernels(1, &[])] },
+                NodeShape::Kernel { ctx: 1 },
+            ],
+            edges: edges.iter().map(|&(a, b)| (a, b, EdgeData::default())).collect(),
+        };
+        let nodes = [20, 21, 22];
+        assert_eq!(refusal(&with_body(&[(0, 1)]), &with_body(&[]), &nodes), at(22, 20));
     }
 }

@@ -771,33 +771,113 @@ mod tests {
     }
 }
 
-/// Conditional nodes built against cuda-sys's driver double: the setter,
-/// the node and its body through the ABIs each driver has, refused before
-/// 12.3. CPU only; runs in CI.
+/// Conditional nodes built against the driver double (`fc_driver_double`):
+/// the setter, the node and its body through the ABIs each driver has,
+/// refused before 12.3; built, updated node by node and replayed. CPU only;
+/// runs in CI.
 #[cfg(all(test, target_os = "linux"))]
 mod double_tests {
+    use std::sync::Arc;
+
     use super::*;
-    use crate::conditional_kernels::fake_kernels;
+    use crate::conditional_kernels::{fake_kernels, CondKernels, CONDITIONAL_PTX};
     use crate::launch_config::LaunchConfig;
     use crate::nodes::WordLaunch;
-    use crate::test_double::{double, load as load_double};
+    use crate::test_double::{load as load_double, node_of, Rig};
 
-    fn kernel(a: u64) -> Op {
+    /// Elements each kernel computes: 16 blocks of 256 threads.
+    const N: usize = 4096;
+
+    /// `func(a, b, out, n)` over 16 blocks of 256 threads.
+    fn launch(func: CUfunction, [a, b, out]: [CUdeviceptr; 3], n: usize) -> Op {
         let cfg = LaunchConfig { grid: (16, 1, 1), block: (256, 1, 1), shared_mem_bytes: 0 };
-        Op::Binary(WordLaunch { func: 0xF10usize as CUfunction, cfg, words: [a, 0xB0, 0xC0, 4096], pdl: false })
+        Op::Binary(WordLaunch { func, cfg, words: [a, b, out, n as u64], pdl: false })
     }
 
-    fn cond(kind: CondKind, src: u64, body_a: u64) -> Op {
-        let body = Ops::chain(vec![kernel(body_a)]);
-        Op::Cond(Box::new(CondOp { kind, src, bodies: vec![body], counter: None, kernels: fake_kernels() }))
+    /// What the tests build from: the rig, the setter kernels and buffers.
+    struct Kit {
+        rig: Rig,
+        kernels: Arc<CondKernels>,
+        /// Operands (1.0, 2.0), the top-level kernel's output.
+        x: CUdeviceptr,
+        y: CUdeviceptr,
+        out: CUdeviceptr,
+        /// The body kernel's first operands (10.0, 20.0) and its output.
+        b1: CUdeviceptr,
+        b2: CUdeviceptr,
+        body_out: CUdeviceptr,
+        /// A REPEAT's counts (3, 2) and its counter.
+        src1: CUdeviceptr,
+        src2: CUdeviceptr,
+        counter: CUdeviceptr,
+    }
+
+    impl Kit {
+        fn new(driver_version: i32) -> Kit {
+            let rig = load_double("cond", driver_version);
+            // The setters need a driver that resolves the device runtime's
+            // cudaGraphSetConditional (12.3+, where conditional nodes are);
+            // before, nothing may reach the driver with them: made-up
+            // handles, which the double would report.
+            let mut kernels = fake_kernels();
+            if driver_version >= 12030 {
+                let module = rig.load_module(CONDITIONAL_PTX);
+                let k = Arc::get_mut(&mut kernels).expect("a new Arc");
+                k.set = rig.function(module, "fc_cond_set");
+                k.load = rig.function(module, "fc_cond_load");
+                k.countdown = rig.function(module, "fc_cond_countdown");
+            }
+            Kit {
+                x: rig.buffer(&[1.0; N]),
+                y: rig.buffer(&[2.0; N]),
+                out: rig.alloc(N),
+                b1: rig.buffer(&[10.0; N]),
+                b2: rig.buffer(&[20.0; N]),
+                body_out: rig.alloc(N),
+                src1: rig.buffer_u32(&[3]),
+                src2: rig.buffer_u32(&[2]),
+                counter: rig.alloc(1),
+                kernels,
+                rig,
+            }
+        }
+
+        /// `out = x + y`.
+        fn kernel(&self) -> Op {
+            launch(self.rig.add, [self.x, self.y, self.out], N)
+        }
+
+        /// A conditional of `kind` on `src` around `body`.
+        fn cond(&self, kind: CondKind, src: u64, body: Vec<Op>) -> Op {
+            let counter: Option<(u64, Box<dyn Send + Sync>)> =
+                (kind == CondKind::Repeat).then(|| (self.counter, Box::new(()) as Box<dyn Send + Sync>));
+            let bodies = vec![Ops::chain(body)];
+            Op::Cond(Box::new(CondOp { kind, src, bodies, counter, kernels: self.kernels.clone() }))
+        }
+
+        /// The kernel, then a REPEAT on `src` (its count) of `body_out =
+        /// body_a + y`.
+        fn repeat(&self, src: u64, body_a: u64) -> Ops {
+            let body = vec![launch(self.rig.add, [body_a, self.y, self.body_out], N)];
+            Ops::chain(vec![self.kernel(), self.cond(CondKind::Repeat, src, body)])
+        }
+
+        /// Launches `exec`: how often `fc_add_f32` ran.
+        fn replay(&self, exec: CUgraphExec) -> i64 {
+            let before = self.rig.probe.kernel_runs("fc_add_f32");
+            self.rig.launch(exec);
+            self.rig.probe.kernel_runs("fc_add_f32") - before
+        }
     }
 
     fn check(driver_version: i32) {
-        let (driver, probe, dir) = load_double("cond-double", driver_version);
-        let mut ops = Ops::chain(vec![kernel(0xA0), cond(CondKind::Repeat, 0x5EC, 0xB1)]);
-        let graph = 0xA3usize as CUgraph;
-        // SAFETY: the double only reads the parameters and hands out fake handles.
-        let added = unsafe { add_ops(&driver, graph, &mut ops, std::ptr::null_mut(), false) };
+        let kit = Kit::new(driver_version);
+        let (rig, probe) = (&kit.rig, &kit.rig.probe);
+        let mut ops = kit.repeat(kit.src1, kit.b1);
+        let graph = rig.graph();
+        // SAFETY: a live graph of the rig's context, current on this
+        // thread; launches of its kernels with their arguments.
+        let added = unsafe { add_ops(&rig.driver, graph, &mut ops, rig.ctx, false) };
         let set = match added {
             Err(e) => {
                 assert!(driver_version < 12030, "driver {driver_version}: {e}");
@@ -812,121 +892,128 @@ mod double_tests {
             // The last call: the body's countdown setter, after the body's
             // kernel, with the node's handle as its first argument.
             assert_eq!(probe.last_called().map(|(n, _)| n), Some("cuGraphAddKernelNode".to_string()));
-            let a = probe.last_args();
-            assert_eq!(&a[1..7], &[1, 0x53, 1, 1, 0, double::CONDITION_BASE], "driver {driver_version}");
-            check_updates(&driver, &probe, BuiltNodes::new(set, ops));
-            check_while_source(&driver, &probe);
+            let made = &set.conds[0];
+            let end = made.end_setter.expect("a loop's end setter");
+            let countdown = kit.kernels.countdown as u64;
+            let (kernel, ctx) = (u64::from(CU_GRAPH_NODE_TYPE_KERNEL), rig.ctx as u64);
+            assert_ne!(made.handle, 0);
+            assert_eq!(
+                node_of(probe, end),
+                [kernel, countdown, 1, 1, 0, made.handle, 1, ctx],
+                "driver {driver_version}"
+            );
+            // Replayed: the kernel once, the body as often as `src1` says.
+            let exec = rig.instantiate(graph);
+            assert_eq!(kit.replay(exec), 1 + 3, "the kernel, then the body three times");
+            assert_eq!(rig.download(kit.out, N), [3.0; N]);
+            assert_eq!(rig.download(kit.body_out, N), [12.0; N], "b1 + y");
+            check_updates(&kit, exec, BuiltNodes::new(set, ops));
+            check_while_source(&kit);
         }
         assert_eq!(probe.over_requests(), 0);
-        drop((driver, probe));
-        let _ = std::fs::remove_dir_all(&dir);
+        assert!(probe.misuses().is_empty(), "driver {driver_version}: misuses of the double: {:?}", probe.misuses());
     }
 
-    /// Re-recordings of the REPEAT built by [`check`], applied node by node:
-    /// a body kernel, then the condition's source, each one call on the
-    /// node it changes; nothing changed, no call; another kind, not node by
+    /// Re-recordings of the REPEAT built by [`check`], applied node by node
+    /// to its executable: a body kernel, then the condition's source, each
+    /// one call on the node it changes (replayed, the executable computes
+    /// the change); nothing changed, no call; another kind, not node by
     /// node.
-    fn check_updates(driver: &DriverFns, probe: &double::Probe, mut built: BuiltNodes) {
-        let exec = 0xE7usize as CUgraphExec;
+    fn check_updates(kit: &Kit, exec: CUgraphExec, mut built: BuiltNodes) {
+        let (rig, probe) = (&kit.rig, &kit.rig.probe);
         // `BuiltNodes::update` without the process's driver: its fit, then
         // `update_ops` on the double.
         let update = |built: &mut BuiltNodes, new: &mut Ops| -> usize {
             let mut calls = 0;
-            // SAFETY: the double only reads the parameters.
-            unsafe {
-                update_ops(driver, exec, &mut built.nodes, &mut built.ops, new, std::ptr::null_mut(), &mut calls)
-            }
-            .expect("updated");
+            // SAFETY: the executable of the built graph; launches as when built.
+            unsafe { update_ops(&rig.driver, exec, &mut built.nodes, &mut built.ops, new, rig.ctx, &mut calls) }
+                .expect("updated");
             calls
         };
-        let (setter, body_kernel) = {
-            let made = &built.nodes.conds[0];
-            (made.setter, made.bodies[0].nodes[0])
-        };
-        let rerecord = |src: u64, body_a: u64| Ops::chain(vec![kernel(0xA0), cond(CondKind::Repeat, src, body_a)]);
-        let set_params = |p: &double::Probe| p.calls("cuGraphExecKernelNodeSetParams", 12000);
+        let set_params = |p: &fc_driver_double::Probe| p.calls("cuGraphExecKernelNodeSetParams", 12000);
 
-        let mut same = rerecord(0x5EC, 0xB1);
+        let mut same = kit.repeat(kit.src1, kit.b1);
         assert_eq!(built.fit(&same), Fit::Same);
         let before = set_params(probe);
         assert_eq!(update(&mut built, &mut same), 0);
         assert_eq!(set_params(probe), before, "no call when nothing changed");
 
-        let mut body = rerecord(0x5EC, 0xB2);
+        let mut body = kit.repeat(kit.src1, kit.b2);
         assert_eq!(built.fit(&body), Fit::Changed, "a body kernel's operand changed");
+        probe.reset_last_called();
         assert_eq!(update(&mut built, &mut body), 1);
-        let a = probe.last_args();
-        assert_eq!((a[0], a[1], a[6]), (exec as u64, body_kernel as u64, 0xB2), "the body's kernel node, in place");
-        assert_eq!(built.fit(&rerecord(0x5EC, 0xB2)), Fit::Same, "the new parameters are known");
+        assert_eq!(probe.last_called(), Some(("cuGraphExecKernelNodeSetParams".to_string(), 12000)));
+        assert_eq!(kit.replay(exec), 1 + 3);
+        assert_eq!(rig.download(kit.body_out, N), [22.0; N], "the body's kernel node, in place: b2 + y");
+        assert_eq!(built.fit(&kit.repeat(kit.src1, kit.b2)), Fit::Same, "the new parameters are known");
 
-        let mut src = rerecord(0x5ED, 0xB2);
+        let mut src = kit.repeat(kit.src2, kit.b2);
         assert_eq!(built.fit(&src), Fit::Changed, "another source for the count");
         assert_eq!(update(&mut built, &mut src), 1, "the setter only");
-        let a = probe.last_args();
-        assert_eq!((a[1], a[6]), (setter as u64, double::CONDITION_BASE), "the setter, with the node's handle");
-        assert_eq!(built.fit(&rerecord(0x5ED, 0xB2)), Fit::Same);
+        assert_eq!(kit.replay(exec), 1 + 2, "the setter, with the node's handle, counts from src2");
+        assert_eq!(built.fit(&kit.repeat(kit.src2, kit.b2)), Fit::Same);
 
-        let other_kind = Ops::chain(vec![kernel(0xA0), cond(CondKind::While, 0x5ED, 0xB2)]);
+        let body_of = |a| vec![launch(rig.add, [a, kit.y, kit.body_out], N)];
+        let other_kind = Ops::chain(vec![kit.kernel(), kit.cond(CondKind::While, kit.src2, body_of(kit.b2))]);
         assert_eq!(built.fit(&other_kind), Fit::No, "a WHILE is another node than a REPEAT");
-        let two_bodies = Ops::chain(vec![
-            kernel(0xA0),
-            Op::Cond(Box::new(CondOp {
-                kind: CondKind::Repeat,
-                src: 0x5ED,
-                bodies: vec![Ops::chain(vec![kernel(0xB2), kernel(0xB3)])],
-                counter: None,
-                kernels: fake_kernels(),
-            })),
-        ]);
+        let mut two = body_of(kit.b2);
+        two.extend(body_of(kit.b1));
+        let two_bodies = Ops::chain(vec![kit.kernel(), kit.cond(CondKind::Repeat, kit.src2, two)]);
         assert_eq!(built.fit(&two_bodies), Fit::No, "a body of another length");
     }
 
     /// A WHILE reads its source in both setters: a new source is two
-    /// calls, the setter's and then the one that ends the body.
-    fn check_while_source(driver: &DriverFns, probe: &double::Probe) {
-        let mut ops = Ops::chain(vec![cond(CondKind::While, 0xF1A, 0xB1)]);
+    /// calls, the setter's and then the one that ends the body. Its body
+    /// (`old = new * y; new = x * 0`) ends the loop after one round when
+    /// both setters read `new` (1.0, true); the end setter still reading
+    /// `old` (2.0 after the first round) would take a second round, the
+    /// first setter still reading it (0.0, false) none.
+    fn check_while_source(kit: &Kit) {
+        let (rig, probe) = (&kit.rig, &kit.rig.probe);
+        let (old, new, zero) = (rig.buffer(&[0.0]), rig.buffer(&[1.0]), rig.buffer(&[0.0]));
+        let body = || vec![launch(rig.mul, [new, kit.y, old], 1), launch(rig.mul, [kit.x, zero, new], 1)];
+        let mut ops = Ops::chain(vec![kit.cond(CondKind::While, old, body())]);
+        let graph = rig.graph();
         // SAFETY: as in `check`.
-        let set =
-            unsafe { add_ops(driver, 0xA5usize as CUgraph, &mut ops, std::ptr::null_mut(), false) }.expect("built");
+        let set = unsafe { add_ops(&rig.driver, graph, &mut ops, rig.ctx, false) }.expect("built");
+        let exec = rig.instantiate(graph);
         let mut built = BuiltNodes::new(set, ops);
         let (setter, end) = (built.nodes.conds[0].setter, built.nodes.conds[0].end_setter);
-        let mut new = Ops::chain(vec![cond(CondKind::While, 0xF1B, 0xB1)]);
-        assert_eq!(built.fit(&new), Fit::Changed);
+        let mut update = Ops::chain(vec![kit.cond(CondKind::While, new, body())]);
+        assert_eq!(built.fit(&update), Fit::Changed);
         let (before, mut calls) = (probe.calls("cuGraphExecKernelNodeSetParams", 12000), 0);
-        // SAFETY: the double only reads the parameters.
-        unsafe {
-            update_ops(
-                driver,
-                0xE8usize as CUgraphExec,
-                &mut built.nodes,
-                &mut built.ops,
-                &mut new,
-                std::ptr::null_mut(),
-                &mut calls,
-            )
-        }
-        .expect("updated");
+        // SAFETY: the executable of the built graph; launches as when built.
+        unsafe { update_ops(&rig.driver, exec, &mut built.nodes, &mut built.ops, &mut update, rig.ctx, &mut calls) }
+            .expect("updated");
         assert_eq!(calls, 2);
         assert_eq!(probe.calls("cuGraphExecKernelNodeSetParams", 12000) - before, 2);
         assert!(setter != end.expect("a loop's end setter"), "two setter nodes");
-        assert_eq!(probe.last_args()[1], end.expect("a loop's end setter") as u64, "the body's end setter last");
-        assert_eq!(built.fit(&Ops::chain(vec![cond(CondKind::While, 0xF1B, 0xB1)])), Fit::Same);
+        let (muls, sets) = (probe.kernel_runs("fc_mul_f32"), probe.kernel_runs("fc_cond_set"));
+        rig.launch(exec);
+        assert_eq!(
+            probe.kernel_runs("fc_mul_f32") - muls,
+            2,
+            "one round of the body: both setters read the new source"
+        );
+        assert_eq!(probe.kernel_runs("fc_cond_set") - sets, 2, "the setter, then the end setter once");
+        assert_eq!(rig.download(new, 1), [0.0]);
+        assert_eq!(built.fit(&Ops::chain(vec![kit.cond(CondKind::While, new, body())])), Fit::Same);
     }
 
     #[test]
-    #[cfg_attr(miri, ignore = "FFI: builds and loads a C library")]
+    #[cfg_attr(miri, ignore = "FFI: loads the driver double")]
     fn conditionals_on_driver_12000_are_refused() {
         check(12000);
     }
 
     #[test]
-    #[cfg_attr(miri, ignore = "FFI: builds and loads a C library")]
+    #[cfg_attr(miri, ignore = "FFI: loads the driver double")]
     fn conditionals_on_driver_12030() {
         check(12030);
     }
 
     #[test]
-    #[cfg_attr(miri, ignore = "FFI: builds and loads a C library")]
+    #[cfg_attr(miri, ignore = "FFI: loads the driver double")]
     fn conditionals_on_driver_13000() {
         check(13000);
     }

@@ -251,7 +251,7 @@ pub fn features() -> Result<Vec<Feature>> {
     Ok(features_of(driver()?))
 }
 
-/// Features and in-place update against cuda-sys's driver double.
+/// Features and in-place update against the driver double (`fc_driver_double`).
 #[cfg(all(test, target_os = "linux"))]
 #[path = "features_double_tests.rs"]
 mod double_tests;

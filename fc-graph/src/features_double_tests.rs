@@ -1,16 +1,12 @@
 //! [`features_of`](super::features_of) and the library's own in-place
-//! update step (`graph::update_in_place`) against cuda-sys's driver double
-//! (`cuda-sys/tests/support/double.rs`), which follows NVIDIA's
-//! `cuGetProcAddress` versioning rules, at driver versions 11040, 12000,
-//! 12030 and 13000. CPU only; runs in CI.
-
-use std::ffi::c_void;
-
-use cuda_sys::{CUgraph, CUgraphExec, CU_GRAPH_EXEC_UPDATE_ERROR, CU_GRAPH_EXEC_UPDATE_SUCCESS};
+//! update step (`graph::update_in_place`) against the driver double
+//! (`fc_driver_double`), which follows NVIDIA's `cuGetProcAddress`
+//! versioning rules, at driver versions 11040, 12000, 12030 and 13000: the
+//! update of a real executable, replayed. CPU only; runs in CI.
 
 use super::{features_of, Feature};
 use crate::graph::update_in_place;
-use crate::test_double::{double, load as load_double};
+use crate::test_double::load as load_double;
 
 fn feature<'a>(all: &'a [Feature], entry: &str) -> &'a Feature {
     all.iter().find(|f| f.entry_point == entry).unwrap_or_else(|| panic!("{entry} listed"))
@@ -51,9 +47,13 @@ fn reference(driver_version: i32) -> [(&'static str, Option<i32>, bool); 5] {
     }
 }
 
+/// Elements of the buffers (one block of 256 threads).
+const N: usize = 256;
+
 fn check(driver_version: i32) {
-    let (driver, probe, dir) = load_double("double", driver_version);
-    let all = features_of(&driver);
+    let rig = load_double("features", driver_version);
+    let (driver, probe) = (&rig.driver, &rig.probe);
+    let all = features_of(driver);
     for (entry, abi, present) in reference(driver_version) {
         let f = feature(&all, entry);
         assert_eq!((f.resolved_abi, f.present), (abi, present), "driver {driver_version}: {f:?}");
@@ -65,50 +65,64 @@ fn check(driver_version: i32) {
         assert_eq!(f.resolved_abi, driver.resolved_abi(f.entry_point), "{f:?}");
     }
 
-    // The library's own update step, through the ABI this driver has.
+    // The library's own update step, through the ABI this driver has: an
+    // executable of one kernel updated from a graph of the same shape whose
+    // kernel reads another operand; replayed, it computes that.
     let abi = if driver_version >= 12000 { 12000 } else { 10020 };
-    let (exec, graph) = (0xA1usize as CUgraphExec, 0xA2usize as CUgraph);
-    probe.set_update(CU_GRAPH_EXEC_UPDATE_SUCCESS, std::ptr::null_mut(), std::ptr::null_mut());
+    let (x, y, out) = (rig.buffer(&[1.0; N]), rig.buffer(&[2.0; N]), rig.alloc(N));
+    let one_kernel = |a| {
+        let g = rig.graph();
+        rig.add_kernel(g, &[], rig.add, [a, y, out], N as u32);
+        g
+    };
+    let exec = rig.instantiate(one_kernel(x));
+    let graph = one_kernel(y);
     probe.reset_last_called();
-    // SAFETY: the double only records the handles.
-    let updated = unsafe { update_in_place(&driver, exec, graph) };
+    // SAFETY: a live executable and graph of the rig's context, current
+    // on this thread.
+    let updated = unsafe { update_in_place(driver, exec, graph) };
     assert!(matches!(updated, Ok(true)), "driver {driver_version}: {updated:?}");
     assert_eq!(probe.last_called(), Some(("cuGraphExecUpdate".to_string(), abi)));
-    assert_eq!(probe.last_update_args(), (exec as *mut c_void, graph as *mut c_void));
+    rig.launch(exec);
+    assert_eq!(rig.download(out, N), [4.0; N], "the executable runs the new graph's launch: y + y");
 
-    // A refused update (through the 10020 ABI's out-parameters on 11.4) is
-    // "not updated", not an error: the caller instantiates anew.
-    probe.set_update(CU_GRAPH_EXEC_UPDATE_ERROR, double::NODES[1] as *mut c_void, std::ptr::null_mut());
+    // A refused update (a graph of two kernels: another topology; through
+    // the 10020 ABI's out-parameters on 11.4) is "not updated", not an
+    // error: the caller instantiates anew. The executable is as it was.
+    let two = rig.graph();
+    let first = rig.add_kernel(two, &[], rig.add, [x, y, out], N as u32);
+    rig.add_kernel(two, &[first], rig.add, [x, y, out], N as u32);
     probe.reset_last_called();
     // SAFETY: as above.
-    let refused = unsafe { update_in_place(&driver, exec, graph) };
+    let refused = unsafe { update_in_place(driver, exec, two) };
     assert!(matches!(refused, Ok(false)), "driver {driver_version}: {refused:?}");
     assert_eq!(probe.last_called(), Some(("cuGraphExecUpdate".to_string(), abi)));
+    rig.launch(exec);
+    assert_eq!(rig.download(out, N), [4.0; N], "a refused update leaves the executable as it was");
     assert_eq!(probe.over_requests(), 0);
-    drop((driver, probe));
-    let _ = std::fs::remove_dir_all(&dir);
+    assert!(probe.misuses().is_empty(), "driver {driver_version}: misuses of the double: {:?}", probe.misuses());
 }
 
 #[test]
-#[cfg_attr(miri, ignore = "FFI: builds and loads a C library")]
+#[cfg_attr(miri, ignore = "FFI: loads the driver double")]
 fn features_and_update_on_driver_11040() {
     check(11040);
 }
 
 #[test]
-#[cfg_attr(miri, ignore = "FFI: builds and loads a C library")]
+#[cfg_attr(miri, ignore = "FFI: loads the driver double")]
 fn features_and_update_on_driver_12000() {
     check(12000);
 }
 
 #[test]
-#[cfg_attr(miri, ignore = "FFI: builds and loads a C library")]
+#[cfg_attr(miri, ignore = "FFI: loads the driver double")]
 fn features_and_update_on_driver_12030() {
     check(12030);
 }
 
 #[test]
-#[cfg_attr(miri, ignore = "FFI: builds and loads a C library")]
+#[cfg_attr(miri, ignore = "FFI: loads the driver double")]
 fn features_and_update_on_driver_13000() {
     check(13000);
 }

@@ -567,7 +567,7 @@ pub(crate) fn destroy_graph(raw_ctx: RawCtx, graph: CUgraph) {
     });
 }
 
-/// Node-level driver steps against cuda-sys's driver double.
+/// Node-level driver steps against the driver double (`fc_driver_double`).
 #[cfg(all(test, target_os = "linux"))]
 #[path = "nodes_double_tests.rs"]
 mod double_tests;

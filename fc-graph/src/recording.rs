@@ -36,7 +36,7 @@ use crate::graph::{node_count, BreakFn, Captured, Graph, GraphExec, NewPieces, P
 use crate::nodes::{child_shape, destroy_graph};
 use crate::segment::{Op, Ops, OwnedGraph};
 
-/// Whole recordings against cuda-sys's driver double.
+/// Whole recordings against the driver double (`fc_driver_double`).
 #[cfg(all(test, target_os = "linux"))]
 #[path = "recording_double_tests.rs"]
 mod double_tests;

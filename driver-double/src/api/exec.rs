@@ -118,11 +118,7 @@ pub unsafe extern "C" fn cuGraphExecUpdate_v12000(
                 Ok(())
             }
             Err(r) => {
-                *i = CUgraphExecUpdateResultInfo {
-                    result: r.result,
-                    errorNode: p(r.node),
-                    errorFromNode: std::ptr::null_mut(),
-                };
+                *i = CUgraphExecUpdateResultInfo { result: r.result, errorNode: p(r.node), errorFromNode: p(r.from) };
                 Err(CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
             }
         }
