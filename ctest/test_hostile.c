@@ -28,7 +28,8 @@
  *                  break may call and what it may not), calls from other
  *                  threads during a capture, stale handles after slot reuse,
  *                  a dead context handle inside a break and the objects of a
- *                  freed context, foreign sections in the wrong order, on
+ *                  freed context, a graph and a context freed inside their
+ *                  own break functions, foreign sections in the wrong order, on
  *                  other threads, around breaks and failing functions, in
  *                  each recording mode, conditionals nested too deep, a lane
  *                  left unjoined in a recording that captures, a graph
@@ -1010,6 +1011,23 @@ static int fork_add_join(void)
     return rc;
 }
 
+/* A foreign section on lane 1, `what` tried while it is open, the section
+ * ended again: the status of `what` (1: lane 0 waits for lane 1; 2: lane
+ * 1 waits for lane 0; 3: a conditional begins on lane 1). */
+static int in_a_lane_section(int what)
+{
+    int rc = fc_graph_foreign_begin_on_ctx(P0.ctx, P0.lane1, TL, NULL);
+    if (rc != FC_OK) return ST_WRONG_FALLBACK;
+    fc_clear_last_error();
+    rc = what == 1   ? fc_ctx_wait_lane(P0.ctx, P0.lane1)
+         : what == 2 ? fc_ctx_wait_lane(P0.lane1, P0.ctx)
+                     : fc_graph_cond_begin_ctx(P0.lane1, FC_COND_IF, P0.a, 0);
+    if (rc == FC_OK && what == 3) (void)fc_graph_cond_abort_ctx(P0.lane1);
+    /* (a success leaves the call's error in place for the check) */
+    if (fc_graph_foreign_end_ctx(P0.ctx) != FC_OK) return ST_WRONG_FALLBACK;
+    return rc;
+}
+
 #define KW_LANES "a context has lanes 0 to 63"
 #define KW_TWO_CONTEXTS "belong to different contexts"
 #define KW_LANE_OTHER "the lane belongs to another context"
@@ -1067,6 +1085,12 @@ static int fork_add_join(void)
       fc_graph_abort_ctx(P0.lane0))                                                                               \
     X(begin_through_a_second_lane_0_handle, W_CAPTURING, FC_ERR_CAPTURE_STATE, KW_OPEN,                          \
       fc_graph_begin_ctx(P0.lane0))                                                                               \
+    X(wait_for_a_lane_in_a_foreign_section, W_CAPTURING, FC_ERR_CAPTURE_STATE, "end the section first",         \
+      in_a_lane_section(1))                                                                                       \
+    X(wait_of_a_lane_in_a_foreign_section, W_CAPTURING, FC_ERR_CAPTURE_STATE, "end the section first",          \
+      in_a_lane_section(2))                                                                                       \
+    X(cond_begin_on_a_lane_in_a_foreign_section, W_CAPTURING, FC_ERR_CAPTURE_STATE, "end the section first",    \
+      in_a_lane_section(3))                                                                                       \
     X(cond_begin_misaligned_buffer, W_BOTH, FC_ERR_INVALID_ARGUMENT, "not 4-byte aligned",                       \
       fc_graph_cond_begin_ctx(P0.ctx, FC_COND_IF, F.odd, 0))                                                      \
     X(cond_begin_2_byte_buffer, W_BOTH, FC_ERR_BUFFER_TOO_SMALL, "the buffer holds 2",                           \
@@ -1755,15 +1779,24 @@ static void conditionals(fc_cuda_ctx *unused)
     (void)unused;
     char why[512];
     int breaks = 0;
-    if (!(fc_cond_support() & FC_COND_SUPPORT_IF_WHILE)) {
-        printf("  SKIP conditionals: the driver has no conditional nodes (CUDA 12.3+)\n");
-        return;
-    }
     const int saved = fc_ctx_recording_mode(P0.ctx);
     EXPECT("set FC_RECORDING_BUILD", fc_ctx_set_recording_mode(P0.ctx, FC_RECORDING_BUILD), FC_OK, NULL);
     fc_buffer *yes = u32_buffer(1), *no = u32_buffer(0), *three = u32_buffer(3);
     fc_buffer *tiny = fc_buffer_alloc_ctx(P0.ctx, 2);
     EXPECT_TRUE("condition buffers", yes && no && three && tiny, "%s", fc_last_error());
+    if (!(fc_cond_support() & FC_COND_SUPPORT_IF_WHILE)) {
+        /* Before CUDA 12.3 a good conditional is refused as unsupported,
+         * and the recording goes on. */
+        printf("  the driver has no conditional nodes (CUDA 12.3+): only their refusal is checked\n");
+        EXPECT("begin (no conditional nodes)", fc_graph_begin_ctx(P0.ctx), FC_OK, NULL);
+        EXPECT("IF on a driver without conditional nodes", fc_graph_cond_begin_ctx(P0.ctx, FC_COND_IF, yes, 0),
+               FC_ERR_UNSUPPORTED, "12.3");
+        EXPECT("WHILE on a driver without conditional nodes", fc_graph_cond_begin_ctx(P0.ctx, FC_COND_WHILE, no, 0),
+               FC_ERR_UNSUPPORTED, "12.3");
+        EXPECT("add", fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N), FC_OK, NULL);
+        end_and_replay("the recording still works: 3.5", 3.5f);
+        goto cleanup;
+    }
 
     /* IF taken, with refusals inside its body that lose nothing: 1.5 + 2. */
     EXPECT("begin (IF)", fc_graph_begin_ctx(P0.ctx), FC_OK, NULL);
@@ -1838,6 +1871,7 @@ static void conditionals(fc_cuda_ctx *unused)
     EXPECT("add", fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N), FC_OK, NULL);
     end_and_replay("the captured recording still works: 3.5", 3.5f);
 
+cleanup:
     fc_buffer_free(yes);
     fc_buffer_free(no);
     fc_buffer_free(three);
@@ -2022,6 +2056,95 @@ done:
     fc_module_free(m);
     fc_cuda_ctx_free(lane);
     CT_FREE_BUFFERS(x, o, ib);
+    EXPECT_TRUE("contexts usable afterwards", all_usable(why, sizeof why), "%s", why);
+}
+
+/* ---- handles freed inside their own calls ---- */
+
+typedef struct {
+    fc_graph *graph; /* freed by the break at replay */
+    int calls;
+    int rc_after; /* a call on the freed context handle inside the break */
+    char msg[256];
+} self_free;
+
+/* At replay (live = the probe) frees the graph being replayed; then
+ * out = out * b either way. */
+static int frees_its_graph(fc_cuda_ctx *ctx, void *live, void *user)
+{
+    self_free *p = (self_free *)user;
+    p->calls++;
+    if (live == p && p->graph) {
+        fc_graph_free(p->graph);
+        p->graph = NULL;
+    }
+    return fc_mul_ctx(ctx, P0.out, P0.b, P0.out, N);
+}
+
+/* Frees the context handle it runs on, then uses it. */
+static int frees_its_context(fc_cuda_ctx *ctx, void *live, void *user)
+{
+    self_free *p = (self_free *)user;
+    (void)live;
+    p->calls++;
+    fc_cuda_ctx_free(ctx);
+    fc_clear_last_error();
+    p->rc_after = fc_add_ctx(ctx, P0.a, P0.b, P0.out, N);
+    (void)fc_last_error_copy(p->msg, sizeof p->msg);
+    return 0;
+}
+
+static void freed_inside_their_own_calls(fc_cuda_ctx *unused)
+{
+    (void)unused;
+    char why[512];
+    float got[N];
+    size_t handles0 = 0, contexts0 = 0, handles1 = 0, contexts1 = 0;
+    (void)fc_live_objects(&handles0, &contexts0);
+
+    /* A graph freed by its own break during its replay: the replay goes on
+     * to the end; the handle is dead afterwards. */
+    self_free p;
+    memset(&p, 0, sizeof p);
+    fc_graph *g = NULL;
+    if (fc_graph_begin_ctx(P0.ctx) == FC_OK && fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N) == FC_OK &&
+        fc_graph_break_ctx(P0.ctx, frees_its_graph, &p) == FC_OK && fc_add_ctx(P0.ctx, P0.out, P0.b, P0.out, N) == FC_OK)
+        g = fc_graph_end_ctx(P0.ctx);
+    EXPECT_TRUE("record add | break | add", g != NULL && p.calls == 1, "%s", fc_last_error());
+    if (fc_graph_is_capturing_ctx(P0.ctx)) (void)fc_graph_abort_ctx(P0.ctx);
+    if (g) {
+        p.graph = g;
+        EXPECT("poison p0.out", fc_buffer_upload(P0.out, host_poison, sizeof host_poison), FC_OK, NULL);
+        EXPECT("a replay whose break frees its graph", fc_graph_launch_live(g, &p), FC_OK, NULL);
+        EXPECT_TRUE("the replay ran to its end: (1.5 + 2) * 2 + 2 = 9", p.graph == NULL && out_is(&P0, 9.0f),
+                    "the break did not free it, or wrong numbers");
+        EXPECT("the freed graph is refused afterwards", fc_graph_launch(g), FC_ERR_INVALID_HANDLE, "already freed");
+    }
+
+    /* A context handle freed by a break of its own open capture: the break
+     * sees the dead handle; the capture is dropped, nothing recorded runs. */
+    memset(&p, 0, sizeof p);
+    fc_cuda_ctx *c = fc_cuda_init_device(0);
+    fc_buffer *y = c ? ct_upload_new(c, host_poison, N) : NULL;
+    EXPECT_TRUE("set up a context", c && y, "%s", fc_last_error());
+    if (c && y && fc_graph_begin_ctx(c) == FC_OK && fc_add_ctx(c, P0.a, P0.b, y, N) == FC_OK) {
+        int rc = fc_graph_break_ctx(c, frees_its_context, &p); /* (leaves the break's own error recorded) */
+        EXPECT_TRUE("a break that frees its context returns FC_OK", rc == FC_OK, "returned %d: %s", rc,
+                    fc_last_error());
+        EXPECT_TRUE("inside it the handle was already dead",
+                    p.calls == 1 && p.rc_after == FC_ERR_INVALID_HANDLE && strstr(p.msg, "already freed"),
+                    "calls %d, rc %d, \"%s\"", p.calls, p.rc_after, p.msg);
+        EXPECT("the handle is refused afterwards", ST_VALUE(fc_graph_is_capturing_ctx(c) == 0), FC_ERR_INVALID_HANDLE,
+               "already freed");
+        EXPECT("its buffer still downloads", fc_buffer_download(y, got, sizeof got), FC_OK, NULL);
+        EXPECT_TRUE("the recorded add never ran", ct_bits(got[0]) == CT_POISON_BITS, "got %g", (double)got[0]);
+    } else {
+        fc_cuda_ctx_free(c);
+    }
+    fc_buffer_free(y);
+    (void)fc_live_objects(&handles1, &contexts1);
+    EXPECT_TRUE("no handle or context left behind", handles1 == handles0 && contexts1 == contexts0,
+                "handles %zu -> %zu, contexts %zu -> %zu", handles0, handles1, contexts0, contexts1);
     EXPECT_TRUE("contexts usable afterwards", all_usable(why, sizeof why), "%s", why);
 }
 
@@ -2225,6 +2348,7 @@ static const ct_case_def cases[] = {
     CT_CASE(conditionals),
     CT_CASE(stale_handles),
     CT_CASE(freed_context),
+    CT_CASE(freed_inside_their_own_calls),
     CT_CASE(unjoined_lane_in_a_captured_recording),
     CT_CASE(cache_record_misuse),
     CT_CASE(cache_of_a_freed_context_handle),
