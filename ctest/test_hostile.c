@@ -1055,6 +1055,11 @@ static int in_a_lane_section(int what)
     X(wait_device_1_lane_for_a_device_0_lane, W_BOTH | W_D1, FC_ERR_INVALID_ARGUMENT, KW_TWO_CONTEXTS,           \
       fc_ctx_wait_lane(D1.lane1, P0.lane1))                                                                       \
     X(wait_lane_for_itself, W_BOTH, FC_OK, NULL, fc_ctx_wait_lane(P0.lane1, P0.lane1))                            \
+    X(wait_lane_for_NULL, W_BOTH, FC_ERR_INVALID_ARGUMENT, "other is NULL", fc_ctx_wait_lane(P0.ctx, NULL))       \
+    X(wait_lane_for_a_freed_context, W_BOTH, FC_ERR_INVALID_HANDLE, "already freed",                             \
+      fc_ctx_wait_lane(P0.ctx, F.dead.ctx))                                                                       \
+    X(foreign_begin_on_a_NULL_lane, W_CAPTURING, FC_ERR_INVALID_ARGUMENT, "lane is NULL",                        \
+      foreign_begin_on(P0.ctx, NULL))                                                                             \
     X(lane_fork_add_join, W_BOTH, FC_OK, NULL, fork_add_join())                                                   \
     X(foreign_begin_on_without_a_recording, W_IDLE, FC_ERR_CAPTURE_STATE, KW_NO_CAPTURE,                         \
       foreign_begin_on(P0.ctx, P0.lane1))                                                                         \
