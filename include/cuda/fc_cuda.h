@@ -17,6 +17,8 @@
  *   - Bad input (NULL, zero or overflowing sizes, wrong device, calls in
  *     the wrong capture state, garbage PTX...) gets a clear code and
  *     message and changes nothing: the context stays usable.
+ *     docs/bad-input.md lists each class of bad input with the status and
+ *     message it gets and the test that checks it.
  *   - Nothing in this library aborts the process or lets a panic escape,
  *     including calls made from thread-exit paths (pthread key or C++
  *     thread_local destructors, atexit handlers).
