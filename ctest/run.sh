@@ -32,7 +32,7 @@ CXX="${CXX:-g++}"
 # test_cublas / test_nccl open cuBLAS / NCCL at run time and skip visibly
 # without them (FC_CUBLAS_LIBRARY, FC_NCCL_LIBRARY; scripts/gpu-interop.sh
 # finds PyTorch's copies and runs them with FC_REQUIRE_INTEROP=1).
-TESTS=(test_no_gpu test_exit_paths test_elementwise test_replay test_errors test_breakable test_break_latch test_user_kernel
+TESTS=(test_no_gpu test_exit_paths test_bad_env test_elementwise test_replay test_errors test_breakable test_break_latch test_user_kernel
     test_foreign test_cublas test_nccl test_cache test_hostile test_storm)
 SEED_NAME=test_graph_capture_concurrency
 SEED_DIR="${FC_SEED_DIR:-$ROOT/../shared/seeds}"

@@ -38,8 +38,20 @@
  *                               (FC_RECORDING_BUILD) equal the host; a lane
  *                               handle refuses begin; bad lanes and handles
  *                               of two contexts are refused.
+ *   own_stream_synchronised_while_recording
+ *                               the caller's cuStreamSynchronize of the
+ *                               recording's own stream: in a recording that
+ *                               captures, the driver refuses it and the end
+ *                               fails with FC_ERR_CAPTURE_INVALIDATED; in one
+ *                               that builds it is fine outside a section and
+ *                               spoils the recording inside one (the
+ *                               section's end and the recording's end fail
+ *                               with FC_ERR_CAPTURE_INVALIDATED). Each time
+ *                               nothing latches: the next recording equals
+ *                               the host.
  */
 #include "check.h"
+#include "expect.h"
 
 #include <dlfcn.h>
 
@@ -50,11 +62,13 @@
 
 typedef int (*memset_d32_async_fn)(unsigned long long dst, unsigned int value, size_t n, void *stream);
 typedef int (*ctx_set_current_fn)(void *ctx);
+typedef int (*stream_synchronize_fn)(void *stream);
 
 static struct {
     void *lib;
     memset_d32_async_fn memset_d32_async; /* CUresult cuMemsetD32Async(CUdeviceptr, unsigned, size_t, CUstream) */
     ctx_set_current_fn ctx_set_current;   /* CUresult cuCtxSetCurrent(CUcontext) */
+    stream_synchronize_fn stream_synchronize; /* CUresult cuStreamSynchronize(CUstream) */
 } drv;
 
 static int load_sym(const char *name, void *slot, size_t size)
@@ -78,7 +92,8 @@ static int load_driver(void)
         return -1;
     }
     if (load_sym("cuMemsetD32Async", &drv.memset_d32_async, sizeof drv.memset_d32_async) ||
-        load_sym("cuCtxSetCurrent", &drv.ctx_set_current, sizeof drv.ctx_set_current))
+        load_sym("cuCtxSetCurrent", &drv.ctx_set_current, sizeof drv.ctx_set_current) ||
+        load_sym("cuStreamSynchronize", &drv.stream_synchronize, sizeof drv.stream_synchronize))
         return -1;
     return 0;
 }
@@ -501,6 +516,85 @@ done:
     (void)fc_ctx_set_recording_mode(ctx, FC_RECORDING_AUTO);
 }
 
+/* Records T = A + B, C = 3 (a section's memset), OUT = T * C on ctx (in its
+ * recording mode), replays it and compares OUT with the host. */
+static int record_and_replay_right(fc_cuda_ctx *ctx, bufs *w)
+{
+    void *stream = NULL;
+    fc_graph *g = NULL;
+    int ok = fc_graph_begin_ctx(ctx) == FC_OK && fc_add_ctx(ctx, w->a, w->b, w->t, N) == FC_OK &&
+             fc_graph_foreign_begin_ctx(ctx, FC_CAPTURE_MODE_THREAD_LOCAL, &stream) == FC_OK &&
+             memset_three(stream, w->c) == 0 && fc_graph_foreign_end_ctx(ctx) == FC_OK &&
+             fc_mul_ctx(ctx, w->t, w->c, w->out, N) == FC_OK && (g = fc_graph_end_ctx(ctx)) != NULL &&
+             replay(ctx, g, w);
+    fc_graph_free(g);
+    if (fc_graph_is_capturing_ctx(ctx)) (void)fc_graph_abort_ctx(ctx);
+    host_reference(w->ha, w->hb, w->want);
+    return ok && ct_first_mismatch(w->got, w->want, N) == (size_t)-1;
+}
+
+#define CHECK_INVALIDATED(what)                                                                              \
+    CHECK_MSG(fc_last_error_code() == FC_ERR_CAPTURE_INVALIDATED &&                                          \
+                  ct_contains_any(fc_last_error(), "CAPTURE_INVALIDATED|invalidated"),                      \
+              "%s: code %d \"%s\", want FC_ERR_CAPTURE_INVALIDATED", what, fc_last_error_code(), fc_last_error())
+
+static void own_stream_synchronised_while_recording(fc_cuda_ctx *ctx)
+{
+    static bufs w;
+    fc_graph *g = NULL;
+    void *stream = NULL;
+    int rc;
+    CHECK(bufs_make(ctx, &w, 0x5EED));
+    CHECK_RC(make_current(ctx), 0);
+
+    /* A recording that captures the stream: the sync is refused by the
+     * driver and invalidates the capture. */
+    CHECK_OK(fc_ctx_set_recording_mode(ctx, FC_RECORDING_CAPTURE));
+    CHECK_OK(fc_graph_begin_ctx(ctx));
+    CHECK_NOTNULL(stream = fc_ctx_stream(ctx));
+    CHECK_OK(fc_add_ctx(ctx, w.a, w.b, w.t, N));
+    rc = drv.stream_synchronize(stream);
+    CHECK_MSG(rc != 0, "cuStreamSynchronize of the capturing stream returned 0");
+    fc_clear_last_error();
+    g = fc_graph_end_ctx(ctx);
+    CHECK_MSG(g == NULL, "the invalidated recording ended into a graph");
+    CHECK_INVALIDATED("end after the stream's sync");
+    CHECK(fc_graph_is_capturing_ctx(ctx) == 0);
+    CHECK_OK(fc_sync_ctx(ctx));
+    CHECK_MSG(record_and_replay_right(ctx, &w), "captured recording after the invalidated one");
+
+    /* A recording that builds: outside a section the stream runs eagerly,
+     * so the sync is fine and the recording goes on. */
+    CHECK_OK(fc_ctx_set_recording_mode(ctx, FC_RECORDING_BUILD));
+    CHECK_OK(fc_graph_begin_ctx(ctx));
+    CHECK_OK(fc_add_ctx(ctx, w.a, w.b, w.t, N));
+    CHECK_RC(drv.stream_synchronize(fc_ctx_stream(ctx)), 0);
+    CHECK(fc_graph_is_capturing_ctx(ctx) == 1);
+    CHECK_OK(fc_graph_abort_ctx(ctx));
+
+    /* Inside a foreign section the stream captures: the sync invalidates
+     * the section, whose end fails and spoils the recording. */
+    CHECK_OK(fc_graph_begin_ctx(ctx));
+    CHECK_OK(fc_add_ctx(ctx, w.a, w.b, w.t, N));
+    CHECK_OK(fc_graph_foreign_begin_ctx(ctx, FC_CAPTURE_MODE_THREAD_LOCAL, &stream));
+    rc = drv.stream_synchronize(stream);
+    CHECK_MSG(rc != 0, "cuStreamSynchronize of a section's stream returned 0");
+    CHECK_RC(fc_graph_foreign_end_ctx(ctx), FC_ERR_CAPTURE_INVALIDATED);
+    CHECK_INVALIDATED("section end after the stream's sync");
+    fc_clear_last_error();
+    g = fc_graph_end_ctx(ctx);
+    CHECK_MSG(g == NULL, "the spoiled recording ended into a graph");
+    CHECK_INVALIDATED("end of the spoiled recording");
+    CHECK(fc_graph_is_capturing_ctx(ctx) == 0);
+    CHECK_OK(fc_sync_ctx(ctx));
+    CHECK_MSG(record_and_replay_right(ctx, &w), "built recording after the spoiled one");
+done:
+    fc_graph_free(g);
+    if (fc_graph_is_capturing_ctx(ctx)) (void)fc_graph_abort_ctx(ctx);
+    bufs_free(&w);
+    (void)fc_ctx_set_recording_mode(ctx, FC_RECORDING_AUTO);
+}
+
 static const ct_case_def cases[] = {
     CT_CASE(build_with_foreign_section),
     CT_CASE(record_foreign_function),
@@ -508,6 +602,7 @@ static const ct_case_def cases[] = {
     CT_CASE(build_runs_foreign_work_outside_sections),
     CT_CASE(update_reports_node_calls),
     CT_CASE(lanes_fork_join),
+    CT_CASE(own_stream_synchronised_while_recording),
 };
 
 int main(int argc, char **argv)

@@ -14,16 +14,28 @@
  * Groups:
  *   handle_sweep   every export x every handle parameter x {NULL, freed,
  *                  other kind, forged} (exports.h);
- *   sizes, copies, fills, elementwise, ptx, launches, modes, order
+ *   sizes, copies, fills, elementwise, ptx, launches, modes, order,
+ *   wrong_kinds, null_outputs, lanes_and_conditionals
  *                  table rows: zero/huge/overflowing sizes, wrong device
  *                  (two GPUs) and wrong context (isolated vs primary), garbage
  *                  PTX, wrong kernel arguments and launch dimensions, out of
- *                  memory, capture calls in the wrong order;
- *   scenarios      capture rules inside break and record functions, calls
- *                  from other threads during a capture, stale handles after
- *                  slot reuse, a dead context handle inside a break, foreign
- *                  sections in the wrong order, on other threads, around
- *                  breaks and failing functions, in each recording mode.
+ *                  memory, capture calls in the wrong order, handles of the
+ *                  wrong kind (a buffer as a graph...), the output pointers that
+ *                  may be NULL, lanes out of range or
+ *                  of another context, recordings ended or split on a lane
+ *                  handle, bad condition buffers;
+ *   scenarios      capture rules inside break and record functions (what a
+ *                  break may call and what it may not), calls from other
+ *                  threads during a capture, stale handles after slot reuse,
+ *                  a dead context handle inside a break and the objects of a
+ *                  freed context, a graph and a context freed inside their
+ *                  own break functions, foreign sections in the wrong order, on
+ *                  other threads, around breaks and failing functions, in
+ *                  each recording mode, conditionals nested too deep, a lane
+ *                  left unjoined in a recording that captures, a graph
+ *                  cache's record function ending or splitting the cache's
+ *                  recording, a cache whose context handle was freed.
+ * docs/bad-input.md names these cases, class by class.
  * The last lines print the number of cases.
  */
 #ifndef _GNU_SOURCE
@@ -50,6 +62,8 @@ typedef struct {
     fc_kernel *kernel;
     fc_graph *graph;
     fc_graph_cache *cache; /* one key (1) captured: out = a + b */
+    fc_cuda_ctx *lane1;    /* a handle of lane 1 of ctx */
+    fc_cuda_ctx *lane0;    /* a second handle of lane 0 (fc_ctx_lane(ctx, 0)) */
     uint64_t kx;
     float ks;
     uint32_t kn;
@@ -63,6 +77,8 @@ static struct {
     ctx_set d1;  /* device 1 (has_d1) */
     int has_d1;
     fc_buckets *buckets; /* the ladder up to 2048 */
+    fc_buffer *odd;      /* 16 bytes of p0.big at offset 1: not 4-byte aligned */
+    fc_buffer *tiny;     /* 2 bytes of p0 */
     struct {
         fc_cuda_ctx *ctx;
         fc_buffer *buf;
@@ -106,6 +122,7 @@ static int set_make(ctx_set *s, const char *name, fc_cuda_ctx *ctx)
     s->args[0] = &s->kx;
     s->args[1] = &s->ks;
     s->args[2] = &s->kn;
+    if (!(s->lane1 = fc_ctx_lane(ctx, 1)) || !(s->lane0 = fc_ctx_lane(ctx, 0))) return 0;
     if (fc_graph_begin_ctx(ctx) != FC_OK || fc_add_ctx(ctx, s->a, s->b, s->out, N) != FC_OK) return 0;
     if (!(s->graph = fc_graph_end_ctx(ctx))) return 0;
     int outcome = -1;
@@ -122,6 +139,8 @@ static void set_free(ctx_set *s)
     fc_kernel_free(s->kernel);
     fc_module_free(s->module);
     CT_FREE_BUFFERS(s->a, s->b, s->out, s->big);
+    fc_cuda_ctx_free(s->lane0);
+    fc_cuda_ctx_free(s->lane1);
     fc_cuda_ctx_free(s->ctx);
     memset(s, 0, sizeof *s);
 }
@@ -186,6 +205,12 @@ static int fixture_make(void)
     F.dead.cache = fc_graph_cache_new(P0.ctx, NULL);
     F.dead.buckets = fc_buckets_ladder(64);
     F.buckets = fc_buckets_ladder(2048);
+    F.odd = fc_buffer_wrap_ctx(P0.ctx, fc_buffer_device_ptr(P0.big) + 1, 16);
+    F.tiny = fc_buffer_alloc_ctx(P0.ctx, 2);
+    if (!F.odd || !F.tiny) {
+        printf("[FAIL] %s: fixture (odd and tiny buffers): %s\n", ct_prog, fc_last_error());
+        return 0;
+    }
     if (!F.dead.ctx || !F.dead.buf || !F.dead.module || !F.dead.kernel || !F.dead.graph || !F.dead.cache ||
         !F.dead.buckets || !F.buckets) {
         printf("[FAIL] %s: fixture (dead handles): %s\n", ct_prog, fc_last_error());
@@ -266,7 +291,8 @@ static void run_case(const char *name, int capturing, int ends, int (*call)(void
             ok = capture_still_works(why, sizeof why);
         }
     }
-    if (fc_graph_is_capturing_ctx(P0.ctx) == 1) (void)fc_graph_abort_ctx(P0.ctx);
+    if (fc_graph_is_capturing_ctx(P0.ctx) == 1 && fc_graph_abort_ctx(P0.ctx) != FC_OK)
+        (void)fc_graph_abort_ctx(P0.lane0); /* a recording begun through the second handle */
     if (ok) {
         char uwhy[512];
         if (!all_usable(uwhy, sizeof uwhy)) {
@@ -883,6 +909,205 @@ DEFINE_ROWS(modes, MODE_ROWS)
 /* clang-format on */
 DEFINE_ROWS(order, ORDER_ROWS)
 
+/* ---- handles of the wrong kind, named ---- */
+
+#define KW_KIND "not an"
+
+/* clang-format off */
+#define KIND_ROWS(X)                                                                                              \
+    X(launch_a_buffer_as_a_graph, W_BOTH, FC_ERR_INVALID_HANDLE, "not an fc_graph", fc_graph_launch((fc_graph *)P0.a)) \
+    X(free_a_buffer_as_a_graph, W_BOTH, FC_ERR_INVALID_HANDLE, "not an fc_graph",                                \
+      ST_VOID(fc_graph_free((fc_graph *)P0.a)))                                                                   \
+    X(add_a_graph_as_a_buffer, W_BOTH, FC_ERR_INVALID_HANDLE, "not an fc_buffer",                                \
+      fc_add_ctx(P0.ctx, (const fc_buffer *)P0.graph, P0.b, P0.out, N))                                           \
+    X(sync_a_buffer_as_a_context, W_BOTH, FC_ERR_INVALID_HANDLE, "not an fc_cuda_ctx",                           \
+      fc_sync_ctx((fc_cuda_ctx *)P0.a))                                                                           \
+    X(launch_a_module_as_a_kernel, W_BOTH, FC_ERR_INVALID_HANDLE, "not an fc_kernel",                            \
+      fc_kernel_launch_ctx(P0.ctx, (const fc_kernel *)P0.module, 1, 1, 1, 32, 1, 1, 0, P0.args, 3))               \
+    X(run_a_graph_as_a_cache, W_BOTH, FC_ERR_INVALID_HANDLE, "not an fc_graph_cache",                            \
+      fc_graph_cache_run((fc_graph_cache *)P0.graph, 1, record_add, NULL, NULL, NULL))
+/* clang-format on */
+DEFINE_ROWS(wrong_kinds, KIND_ROWS)
+
+/* ---- outputs that may be NULL ---- */
+
+/* Records out = a + b, then again into that graph with a NULL
+ * updated_in_place; the updated graph must replay 3.5. */
+static int end_update_null_output(void)
+{
+    fc_graph *g = NULL;
+    if (fc_graph_begin_ctx(P0.ctx) != FC_OK || fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N) != FC_OK ||
+        !(g = fc_graph_end_ctx(P0.ctx)))
+        return ST_WRONG_FALLBACK;
+    int rc = fc_graph_begin_ctx(P0.ctx);
+    if (rc == FC_OK) rc = fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N);
+    if (rc == FC_OK) rc = fc_graph_end_update_ctx(P0.ctx, g, NULL);
+    if (rc == FC_OK && !ct_replay_gives(P0.ctx, g, P0.out, host_poison, N, 3.5f)) rc = ST_WRONG_FALLBACK;
+    fc_graph_free(g);
+    return rc;
+}
+
+/* A foreign section begun with a NULL stream_out, ended again. */
+static int foreign_begin_null_output(void)
+{
+    int rc = fc_graph_foreign_begin_ctx(P0.ctx, TL, NULL);
+    if (rc == FC_OK) rc = fc_graph_foreign_end_ctx(P0.ctx);
+    return rc;
+}
+
+/* clang-format off */
+#define NULL_OUTPUT_ROWS(X)                                                                                       \
+    X(mem_info_NULL_outputs, W_BOTH, FC_OK, NULL, fc_ctx_mem_info(P0.ctx, NULL, NULL))                            \
+    X(live_objects_NULL_outputs, W_BOTH, FC_OK, NULL, fc_live_objects(NULL, NULL))                                \
+    X(last_error_copy_NULL_buffer_with_a_length, W_BOTH, FC_OK, NULL, ST_VALUE(fc_last_error_copy(NULL, 64) == 0)) \
+    X(end_update_NULL_updated_in_place, W_IDLE, FC_OK, NULL, end_update_null_output())                            \
+    X(foreign_begin_NULL_stream_out, W_CAPTURING, FC_OK, NULL, foreign_begin_null_output())                       \
+    X(cache_run_NULL_outcome, W_IDLE, FC_OK, NULL, fc_graph_cache_run(P0.cache, 1, record_add, NULL, NULL, NULL)) \
+    X(cache_new_NULL_config, W_BOTH, FC_OK, NULL, ST_NEW(fc_graph_cache_new(P0.ctx, NULL)))                       \
+    X(buckets_from_list_NULL_sizes_0_count, W_BOTH, FC_OK, NULL, ST_NEW(fc_buckets_from_list(NULL, 0, 64)))
+/* clang-format on */
+DEFINE_ROWS(null_outputs, NULL_OUTPUT_ROWS)
+
+/* ---- lanes and conditionals ---- */
+
+/* fc_graph_foreign_begin_on_ctx; a refused begin must write no stream, a
+ * section it opens is ended again. */
+static int foreign_begin_on(fc_cuda_ctx *ctx, const fc_cuda_ctx *lane)
+{
+    void *stream = CT_UNWRITTEN;
+    int rc = fc_graph_foreign_begin_on_ctx(ctx, lane, TL, &stream);
+    if (rc == FC_OK) {
+        (void)fc_graph_foreign_end_ctx(ctx);
+        return stream && stream != CT_UNWRITTEN ? rc : ST_WRONG_FALLBACK;
+    }
+    return stream == CT_UNWRITTEN ? rc : ST_WRONG_FALLBACK;
+}
+
+static int lane_breaks; /* calls of lane_counting_break */
+
+static int lane_counting_break(fc_cuda_ctx *ctx, void *live, void *user)
+{
+    (void)ctx;
+    (void)live;
+    (void)user;
+    lane_breaks++;
+    return 0;
+}
+
+/* fc_graph_break_ctx on `ctx`; a refused break must run nothing. */
+static int break_on(fc_cuda_ctx *ctx)
+{
+    int before = lane_breaks;
+    int rc = fc_graph_break_ctx(ctx, lane_counting_break, NULL);
+    return rc != FC_OK && lane_breaks != before ? ST_CALLBACK_RAN : rc;
+}
+
+/* Lane 1 forked from lane 0, an add on it, joined back. */
+static int fork_add_join(void)
+{
+    int rc = fc_ctx_wait_lane(P0.lane1, P0.ctx);
+    if (rc == FC_OK) rc = fc_add_ctx(P0.lane1, P0.a, P0.b, P0.big, N);
+    if (rc == FC_OK) rc = fc_ctx_wait_lane(P0.ctx, P0.lane1);
+    return rc;
+}
+
+/* A foreign section on lane 1, `what` tried while it is open, the section
+ * ended again: the status of `what` (1: lane 0 waits for lane 1; 2: lane
+ * 1 waits for lane 0; 3: a conditional begins on lane 1). */
+static int in_a_lane_section(int what)
+{
+    int rc = fc_graph_foreign_begin_on_ctx(P0.ctx, P0.lane1, TL, NULL);
+    if (rc != FC_OK) return ST_WRONG_FALLBACK;
+    fc_clear_last_error();
+    rc = what == 1   ? fc_ctx_wait_lane(P0.ctx, P0.lane1)
+         : what == 2 ? fc_ctx_wait_lane(P0.lane1, P0.ctx)
+                     : fc_graph_cond_begin_ctx(P0.lane1, FC_COND_IF, P0.a, 0);
+    if (rc == FC_OK && what == 3) (void)fc_graph_cond_abort_ctx(P0.lane1);
+    /* (a success leaves the call's error in place for the check) */
+    if (fc_graph_foreign_end_ctx(P0.ctx) != FC_OK) return ST_WRONG_FALLBACK;
+    return rc;
+}
+
+#define KW_LANES "a context has lanes 0 to 63"
+#define KW_TWO_CONTEXTS "belong to different contexts"
+#define KW_LANE_OTHER "the lane belongs to another context"
+#define KW_ON_A_LANE "no capture is open on a lane handle"
+#define KW_OTHER_HANDLE "begun through another of its handles"
+
+/* clang-format off */
+#define LANE_ROWS(X)                                                                                              \
+    X(lane_minus_1, W_BOTH, FC_ERR_INVALID_ARGUMENT, "lane -1 is negative", ST_NEW(fc_ctx_lane(P0.ctx, -1)))     \
+    X(lane_INT_MIN, W_BOTH, FC_ERR_INVALID_ARGUMENT, "is negative", ST_NEW(fc_ctx_lane(P0.ctx, INT_MIN)))         \
+    X(lane_64, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_LANES, ST_NEW(fc_ctx_lane(P0.ctx, 64)))                        \
+    X(lane_INT_MAX, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_LANES, ST_NEW(fc_ctx_lane(P0.ctx, INT_MAX)))              \
+    X(lane_63_is_the_last, W_BOTH, FC_OK, NULL, ST_NEW(fc_ctx_lane(P0.ctx, 63)))                                  \
+    X(lane_of_a_lane_handle, W_BOTH, FC_OK, NULL, ST_NEW(fc_ctx_lane(P0.lane1, 2)))                               \
+    X(wait_lane_for_another_primary_context, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_TWO_CONTEXTS,                   \
+      fc_ctx_wait_lane(P0.ctx, P0B.ctx))                                                                          \
+    X(wait_lane_for_a_lane_of_another_primary_context, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_TWO_CONTEXTS,         \
+      fc_ctx_wait_lane(P0.lane1, P0B.lane1))                                                                      \
+    X(wait_lane_for_the_isolated_context, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_TWO_CONTEXTS,                      \
+      fc_ctx_wait_lane(P0.ctx, ISO.ctx))                                                                          \
+    X(wait_isolated_lane_for_the_primary_context, W_BOTH, FC_ERR_INVALID_ARGUMENT, KW_TWO_CONTEXTS,              \
+      fc_ctx_wait_lane(ISO.lane1, P0.ctx))                                                                        \
+    X(wait_lane_for_device_1, W_BOTH | W_D1, FC_ERR_INVALID_ARGUMENT, KW_TWO_CONTEXTS,                           \
+      fc_ctx_wait_lane(P0.ctx, D1.ctx))                                                                           \
+    X(wait_device_1_lane_for_a_device_0_lane, W_BOTH | W_D1, FC_ERR_INVALID_ARGUMENT, KW_TWO_CONTEXTS,           \
+      fc_ctx_wait_lane(D1.lane1, P0.lane1))                                                                       \
+    X(wait_lane_for_itself, W_BOTH, FC_OK, NULL, fc_ctx_wait_lane(P0.lane1, P0.lane1))                            \
+    X(wait_lane_for_NULL, W_BOTH, FC_ERR_INVALID_ARGUMENT, "other is NULL", fc_ctx_wait_lane(P0.ctx, NULL))       \
+    X(wait_lane_for_a_freed_context, W_BOTH, FC_ERR_INVALID_HANDLE, "already freed",                             \
+      fc_ctx_wait_lane(P0.ctx, F.dead.ctx))                                                                       \
+    X(foreign_begin_on_a_NULL_lane, W_CAPTURING, FC_ERR_INVALID_ARGUMENT, "lane is NULL",                        \
+      foreign_begin_on(P0.ctx, NULL))                                                                             \
+    X(lane_fork_add_join, W_BOTH, FC_OK, NULL, fork_add_join())                                                   \
+    X(foreign_begin_on_without_a_recording, W_IDLE, FC_ERR_CAPTURE_STATE, KW_NO_CAPTURE,                         \
+      foreign_begin_on(P0.ctx, P0.lane1))                                                                         \
+    X(foreign_begin_on_a_lane_of_another_primary_context, W_CAPTURING, FC_ERR_INVALID_ARGUMENT, KW_LANE_OTHER,   \
+      foreign_begin_on(P0.ctx, P0B.lane1))                                                                        \
+    X(foreign_begin_on_the_isolated_context, W_CAPTURING, FC_ERR_INVALID_ARGUMENT, KW_LANE_OTHER,                \
+      foreign_begin_on(P0.ctx, ISO.ctx))                                                                          \
+    X(foreign_begin_on_a_device_1_lane, W_CAPTURING | W_D1, FC_ERR_INVALID_ARGUMENT, KW_LANE_OTHER,              \
+      foreign_begin_on(P0.ctx, D1.lane1))                                                                         \
+    X(foreign_begin_on_its_own_lane_1, W_CAPTURING, FC_OK, NULL, foreign_begin_on(P0.ctx, P0.lane1))              \
+    X(begin_on_a_lane_handle, W_BOTH, FC_ERR_CAPTURE_STATE, "begins on the context itself (lane 0)",             \
+      fc_graph_begin_ctx(P0.lane1))                                                                               \
+    X(capture_on_a_lane_handle, W_BOTH, FC_ERR_CAPTURE_STATE, "lane 0", capture(P0.lane1, TL, record_add, 1))     \
+    X(cache_on_a_lane_handle, W_BOTH, FC_ERR_INVALID_ARGUMENT, "records on the context itself (lane 0)",        \
+      ST_NEW(fc_graph_cache_new(P0.lane1, NULL)))                                                                 \
+    X(break_on_a_lane_handle, W_CAPTURING, FC_ERR_CAPTURE_STATE, KW_ON_A_LANE, break_on(P0.lane1))                \
+    X(end_on_a_lane_handle, W_CAPTURING, FC_ERR_CAPTURE_STATE, KW_ON_A_LANE, ST_NEW(fc_graph_end_ctx(P0.lane1)))  \
+    X(end_update_on_a_lane_handle, W_CAPTURING, FC_ERR_CAPTURE_STATE, KW_ON_A_LANE,                              \
+      end_update(P0.lane1, P0.graph))                                                                             \
+    X(abort_on_a_lane_handle, W_CAPTURING, FC_ERR_CAPTURE_STATE, KW_ON_A_LANE, fc_graph_abort_ctx(P0.lane1))      \
+    X(foreign_begin_on_a_lane_handle, W_CAPTURING, FC_ERR_CAPTURE_STATE, KW_ON_A_LANE, foreign_begin(P0.lane1, TL)) \
+    X(foreign_end_on_a_lane_handle, W_CAPTURING, FC_ERR_CAPTURE_STATE, KW_ON_A_LANE,                             \
+      fc_graph_foreign_end_ctx(P0.lane1))                                                                         \
+    X(end_through_a_second_lane_0_handle, W_CAPTURING, FC_ERR_CAPTURE_STATE, KW_OTHER_HANDLE,                    \
+      ST_NEW(fc_graph_end_ctx(P0.lane0)))                                                                         \
+    X(break_through_a_second_lane_0_handle, W_CAPTURING, FC_ERR_CAPTURE_STATE, KW_OTHER_HANDLE, break_on(P0.lane0)) \
+    X(abort_through_a_second_lane_0_handle, W_CAPTURING, FC_ERR_CAPTURE_STATE, KW_OTHER_HANDLE,                  \
+      fc_graph_abort_ctx(P0.lane0))                                                                               \
+    X(begin_through_a_second_lane_0_handle, W_CAPTURING, FC_ERR_CAPTURE_STATE, KW_OPEN,                          \
+      fc_graph_begin_ctx(P0.lane0))                                                                               \
+    X(wait_for_a_lane_in_a_foreign_section, W_CAPTURING, FC_ERR_CAPTURE_STATE, "end the section first",         \
+      in_a_lane_section(1))                                                                                       \
+    X(wait_of_a_lane_in_a_foreign_section, W_CAPTURING, FC_ERR_CAPTURE_STATE, "end the section first",          \
+      in_a_lane_section(2))                                                                                       \
+    X(cond_begin_on_a_lane_in_a_foreign_section, W_CAPTURING, FC_ERR_CAPTURE_STATE, "end the section first",    \
+      in_a_lane_section(3))                                                                                       \
+    X(cond_begin_misaligned_buffer, W_BOTH, FC_ERR_INVALID_ARGUMENT, "not 4-byte aligned",                       \
+      fc_graph_cond_begin_ctx(P0.ctx, FC_COND_IF, F.odd, 0))                                                      \
+    X(cond_begin_2_byte_buffer, W_BOTH, FC_ERR_BUFFER_TOO_SMALL, "the buffer holds 2",                           \
+      fc_graph_cond_begin_ctx(P0.ctx, FC_COND_WHILE, F.tiny, 0))                                                  \
+    X(cond_begin_on_device_1_buffer, W_BOTH | W_D1, FC_ERR_WRONG_DEVICE, "lives on device 1",                    \
+      fc_graph_cond_begin_ctx(P0.ctx, FC_COND_IF, D1.a, 0))                                                       \
+    X(cond_begin_freed_buffer, W_BOTH, FC_ERR_INVALID_HANDLE, "already freed",                                   \
+      fc_graph_cond_begin_ctx(P0.ctx, FC_COND_IF, F.dead.buf, 0))
+/* clang-format on */
+
+DEFINE_ROWS(lanes_and_conditionals, LANE_ROWS)
+
 /* ---- the graph cache and graph diagnostics ---- */
 
 static int cache_record_add(fc_cuda_ctx *ctx, void *user)
@@ -996,6 +1221,23 @@ static int nested_break(fc_cuda_ctx *ctx, void *live, void *user)
 
 #define KW_IN_BREAK "break function"
 
+/* p0's cache key 1 (a hit) from inside a break: launched, no capture. */
+static int cache_hit_in_break(void)
+{
+    int outcome = 77;
+    int rc = fc_graph_cache_run(P0.cache, 1, cache_record_add, NULL, NULL, &outcome);
+    return rc == FC_OK && outcome != FC_CACHE_HIT ? ST_WRONG_FALLBACK : rc;
+}
+
+/* A key p0's cache must capture, from inside a break: refused. */
+static int cache_capture_in_break(void)
+{
+    int outcome = 77;
+    int rc = fc_graph_cache_run(P0.cache, 4242, cache_record_add, NULL, NULL, &outcome);
+    (void)fc_graph_cache_remove(P0.cache, 4242);
+    return rc != FC_OK && outcome != -1 ? ST_WRONG_FALLBACK : rc;
+}
+
 static int rules_break(fc_cuda_ctx *ctx, void *live, void *user)
 {
     inside_state *s = (inside_state *)user;
@@ -1009,6 +1251,24 @@ static int rules_break(fc_cuda_ctx *ctx, void *live, void *user)
            KW_IN_BREAK);
     EXPECT(IN_BREAK("capture"), capture(ctx, TL, record_add, 2), FC_ERR_CAPTURE_STATE, KW_IN_BREAK);
     EXPECT(IN_BREAK("is_capturing"), ST_VALUE(fc_graph_is_capturing_ctx(ctx) == 0), FC_OK, NULL);
+    /* Eager calls are fine: sync, copies, allocations, another graph, a
+     * cache hit, lane waits, the recording mode. */
+    EXPECT(IN_BREAK("sync"), fc_sync_ctx(ctx), FC_OK, NULL);
+    EXPECT(IN_BREAK("upload"), fc_buffer_upload(P0.big, host_big, 64), FC_OK, NULL);
+    EXPECT(IN_BREAK("download"), fc_buffer_download(P0.big, host_big, 64), FC_OK, NULL);
+    EXPECT(IN_BREAK("alloc"), ST_NEW(fc_buffer_alloc_ctx(ctx, 4096)), FC_OK, NULL);
+    EXPECT(IN_BREAK("launch a graph of the context"), fc_graph_launch(P0.graph), FC_OK, NULL);
+    EXPECT(IN_BREAK("cache hit"), cache_hit_in_break(), FC_OK, NULL);
+    EXPECT(IN_BREAK("lane wait"), fc_ctx_wait_lane(P0.lane1, ctx), FC_OK, NULL);
+    EXPECT(IN_BREAK("set_recording_mode"), fc_ctx_set_recording_mode(ctx, fc_ctx_recording_mode(ctx)), FC_OK, NULL);
+    EXPECT(IN_BREAK("builds"), ST_VALUE(fc_graph_builds_ctx(ctx) >= 0), FC_OK, NULL);
+    /* Whatever would record or open a recording is refused. */
+    EXPECT(IN_BREAK("cache capture"), cache_capture_in_break(), FC_ERR_CAPTURE_STATE, "cannot capture now");
+    EXPECT(IN_BREAK("foreign_begin"), foreign_begin(ctx, TL), FC_ERR_CAPTURE_STATE, KW_IN_BREAK "|no capture is open");
+    EXPECT(IN_BREAK("foreign_end"), fc_graph_foreign_end_ctx(ctx), FC_ERR_CAPTURE_STATE,
+           KW_IN_BREAK "|no capture is open");
+    EXPECT(IN_BREAK("cond_begin"), fc_graph_cond_begin_ctx(ctx, FC_COND_IF, P0.a, 0), FC_ERR_CAPTURE_STATE,
+           "needs an open recording");
     if (!s->replaying) {
         EXPECT(IN_BREAK("end"), ST_NEW(fc_graph_end_ctx(ctx)), FC_ERR_CAPTURE_STATE, KW_IN_BREAK);
         EXPECT(IN_BREAK("abort"), fc_graph_abort_ctx(ctx), FC_ERR_CAPTURE_STATE, KW_IN_BREAK);
@@ -1524,15 +1784,24 @@ static void conditionals(fc_cuda_ctx *unused)
     (void)unused;
     char why[512];
     int breaks = 0;
-    if (!(fc_cond_support() & FC_COND_SUPPORT_IF_WHILE)) {
-        printf("  SKIP conditionals: the driver has no conditional nodes (CUDA 12.3+)\n");
-        return;
-    }
     const int saved = fc_ctx_recording_mode(P0.ctx);
     EXPECT("set FC_RECORDING_BUILD", fc_ctx_set_recording_mode(P0.ctx, FC_RECORDING_BUILD), FC_OK, NULL);
     fc_buffer *yes = u32_buffer(1), *no = u32_buffer(0), *three = u32_buffer(3);
     fc_buffer *tiny = fc_buffer_alloc_ctx(P0.ctx, 2);
     EXPECT_TRUE("condition buffers", yes && no && three && tiny, "%s", fc_last_error());
+    if (!(fc_cond_support() & FC_COND_SUPPORT_IF_WHILE)) {
+        /* Before CUDA 12.3 a good conditional is refused as unsupported,
+         * and the recording goes on. */
+        printf("  the driver has no conditional nodes (CUDA 12.3+): only their refusal is checked\n");
+        EXPECT("begin (no conditional nodes)", fc_graph_begin_ctx(P0.ctx), FC_OK, NULL);
+        EXPECT("IF on a driver without conditional nodes", fc_graph_cond_begin_ctx(P0.ctx, FC_COND_IF, yes, 0),
+               FC_ERR_UNSUPPORTED, "12.3");
+        EXPECT("WHILE on a driver without conditional nodes", fc_graph_cond_begin_ctx(P0.ctx, FC_COND_WHILE, no, 0),
+               FC_ERR_UNSUPPORTED, "12.3");
+        EXPECT("add", fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N), FC_OK, NULL);
+        end_and_replay("the recording still works: 3.5", 3.5f);
+        goto cleanup;
+    }
 
     /* IF taken, with refusals inside its body that lose nothing: 1.5 + 2. */
     EXPECT("begin (IF)", fc_graph_begin_ctx(P0.ctx), FC_OK, NULL);
@@ -1575,6 +1844,18 @@ static void conditionals(fc_cuda_ctx *unused)
     EXPECT("end the REPEAT", fc_graph_cond_end_ctx(P0.ctx), FC_OK, NULL);
     end_and_replay("REPEAT 3: 28", 28.0f);
 
+    /* Conditionals nest 32 deep: the 33rd is refused, the others abort. */
+    EXPECT("begin (nesting)", fc_graph_begin_ctx(P0.ctx), FC_OK, NULL);
+    int depth = 0;
+    while (depth < 32 && fc_graph_cond_begin_ctx(P0.ctx, FC_COND_IF, yes, 0) == FC_OK) depth++;
+    EXPECT_TRUE("32 nested conditionals", depth == 32, "only %d: %s", depth, fc_last_error());
+    EXPECT("the 33rd nested conditional", fc_graph_cond_begin_ctx(P0.ctx, FC_COND_IF, yes, 0),
+           FC_ERR_INVALID_ARGUMENT, "at most 32 deep");
+    while (depth > 0 && fc_graph_cond_abort_ctx(P0.ctx) == FC_OK) depth--;
+    EXPECT_TRUE("the 32 abort", depth == 0, "%d left open: %s", depth, fc_last_error());
+    EXPECT("add after them", fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N), FC_OK, NULL);
+    end_and_replay("the recording still ends and replays 3.5", 3.5f);
+
     /* Ending the recording with a body open fails the end, not the context. */
     EXPECT("begin (left open)", fc_graph_begin_ctx(P0.ctx), FC_OK, NULL);
     EXPECT("WHILE", fc_graph_cond_begin_ctx(P0.ctx, FC_COND_WHILE, no, 0), FC_OK, NULL);
@@ -1595,6 +1876,7 @@ static void conditionals(fc_cuda_ctx *unused)
     EXPECT("add", fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N), FC_OK, NULL);
     end_and_replay("the captured recording still works: 3.5", 3.5f);
 
+cleanup:
     fc_buffer_free(yes);
     fc_buffer_free(no);
     fc_buffer_free(three);
@@ -1705,8 +1987,12 @@ static void freed_context(fc_cuda_ctx *unused)
     fc_cuda_ctx *c = fc_cuda_init_device(0);
     fc_buffer *x = c ? ct_upload_new(c, host_a, N) : NULL, *o = c ? fc_buffer_alloc_ctx(c, 4 * N) : NULL;
     fc_graph *plain = NULL, *broken = NULL;
-    EXPECT_TRUE("set up", c && x && o, "%s", fc_last_error());
-    if (!(c && x && o)) goto done;
+    fc_module *m = c ? fc_module_load_ptx(c, USER_PTX) : NULL;
+    fc_kernel *k = NULL;
+    fc_cuda_ctx *lane = c ? fc_ctx_lane(c, 1) : NULL, *ic = NULL;
+    fc_buffer *ib = NULL;
+    EXPECT_TRUE("set up", c && x && o && m && lane, "%s", fc_last_error());
+    if (!(c && x && o && m && lane)) goto done;
     if (fc_graph_begin_ctx(c) == FC_OK && fc_add_ctx(c, x, x, o, N) == FC_OK) plain = fc_graph_end_ctx(c);
     if (fc_graph_begin_ctx(c) == FC_OK && fc_graph_break_ctx(c, dead_ctx_break, &probe) == FC_OK)
         broken = fc_graph_end_ctx(c);
@@ -1722,6 +2008,36 @@ static void freed_context(fc_cuda_ctx *unused)
     EXPECT_TRUE("the break saw FC_ERR_INVALID_HANDLE", probe.rc == FC_ERR_INVALID_HANDLE &&
                                                           strstr(probe.msg, "already freed"),
                 "rc %d, message \"%s\"", probe.rc, probe.msg);
+
+    /* Its other objects: the module gives kernels, which launch on another
+     * primary context of the device (the same CUDA context); its buffers
+     * work there; a lane handle keeps it alive, but is not another
+     * context's lane. */
+    EXPECT("its module still gives kernels", (k = fc_module_get_kernel(m, "scale_f32")) ? FC_OK : fc_last_error_code(),
+           FC_OK, NULL);
+    EXPECT("its kernel launches on another primary context",
+           k ? fc_kernel_launch_ctx(P0.ctx, k, 1, 1, 1, 256, 1, 1, 0, P0.args, 3) : -1, FC_OK, NULL);
+    EXPECT("its buffers in another primary context's add", fc_add_ctx(P0.ctx, x, x, o, N), FC_OK, NULL);
+    EXPECT("its lane handle still works", fc_add_ctx(lane, x, x, o, N), FC_OK, NULL);
+    EXPECT("and syncs", fc_sync_ctx(lane), FC_OK, NULL);
+    EXPECT("its lane is no lane of another context", fc_ctx_wait_lane(P0.ctx, lane), FC_ERR_INVALID_ARGUMENT,
+           "different contexts");
+    EXPECT("sync p0", fc_sync_ctx(P0.ctx), FC_OK, NULL);
+    EXPECT("its buffer downloads", fc_buffer_download(o, got, sizeof got), FC_OK, NULL);
+    EXPECT_TRUE("and holds 1.5 + 1.5 again", got[0] == 3.0f && got[N - 1] == 3.0f, "got %g", (double)got[0]);
+
+    /* An isolated context's buffer outlives it, and stays its own. */
+    ic = fc_cuda_init_device_isolated(0);
+    ib = ic ? ct_upload_new(ic, host_a, N) : NULL;
+    EXPECT_TRUE("set up an isolated context", ic && ib, "%s", fc_last_error());
+    fc_cuda_ctx_free(ic);
+    if (ib) {
+        EXPECT("its buffer downloads after the context was freed", fc_buffer_download(ib, got, sizeof got), FC_OK,
+               NULL);
+        EXPECT_TRUE("and holds 1.5", got[0] == 1.5f && got[N - 1] == 1.5f, "got %g", (double)got[0]);
+        EXPECT("a primary context still refuses it", fc_add_ctx(P0.ctx, ib, P0.b, P0.out, N), FC_ERR_WRONG_CONTEXT,
+               KW_OTHER_CTX);
+    }
 
     /* Freeing a context with an open capture aborts it: nothing recorded runs. */
     fc_cuda_ctx *c2 = fc_cuda_init_device(0);
@@ -1741,7 +2057,253 @@ static void freed_context(fc_cuda_ctx *unused)
 done:
     fc_graph_free(plain);
     fc_graph_free(broken);
-    CT_FREE_BUFFERS(x, o);
+    fc_kernel_free(k);
+    fc_module_free(m);
+    fc_cuda_ctx_free(lane);
+    CT_FREE_BUFFERS(x, o, ib);
+    EXPECT_TRUE("contexts usable afterwards", all_usable(why, sizeof why), "%s", why);
+}
+
+/* ---- handles freed inside their own calls ---- */
+
+typedef struct {
+    fc_graph *graph; /* freed by the break at replay */
+    int calls;
+    int rc_after; /* a call on the freed context handle inside the break */
+    char msg[256];
+} self_free;
+
+/* At replay (live = the probe) frees the graph being replayed; then
+ * out = out * b either way. */
+static int frees_its_graph(fc_cuda_ctx *ctx, void *live, void *user)
+{
+    self_free *p = (self_free *)user;
+    p->calls++;
+    if (live == p && p->graph) {
+        fc_graph_free(p->graph);
+        p->graph = NULL;
+    }
+    return fc_mul_ctx(ctx, P0.out, P0.b, P0.out, N);
+}
+
+/* Frees the context handle it runs on, then uses it. */
+static int frees_its_context(fc_cuda_ctx *ctx, void *live, void *user)
+{
+    self_free *p = (self_free *)user;
+    (void)live;
+    p->calls++;
+    fc_cuda_ctx_free(ctx);
+    fc_clear_last_error();
+    p->rc_after = fc_add_ctx(ctx, P0.a, P0.b, P0.out, N);
+    (void)fc_last_error_copy(p->msg, sizeof p->msg);
+    return 0;
+}
+
+static void freed_inside_their_own_calls(fc_cuda_ctx *unused)
+{
+    (void)unused;
+    char why[512];
+    float got[N];
+    size_t handles0 = 0, contexts0 = 0, handles1 = 0, contexts1 = 0;
+    (void)fc_live_objects(&handles0, &contexts0);
+
+    /* A graph freed by its own break during its replay: the replay goes on
+     * to the end; the handle is dead afterwards. */
+    self_free p;
+    memset(&p, 0, sizeof p);
+    fc_graph *g = NULL;
+    if (fc_graph_begin_ctx(P0.ctx) == FC_OK && fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N) == FC_OK &&
+        fc_graph_break_ctx(P0.ctx, frees_its_graph, &p) == FC_OK && fc_add_ctx(P0.ctx, P0.out, P0.b, P0.out, N) == FC_OK)
+        g = fc_graph_end_ctx(P0.ctx);
+    EXPECT_TRUE("record add | break | add", g != NULL && p.calls == 1, "%s", fc_last_error());
+    if (fc_graph_is_capturing_ctx(P0.ctx)) (void)fc_graph_abort_ctx(P0.ctx);
+    if (g) {
+        p.graph = g;
+        EXPECT("poison p0.out", fc_buffer_upload(P0.out, host_poison, sizeof host_poison), FC_OK, NULL);
+        EXPECT("a replay whose break frees its graph", fc_graph_launch_live(g, &p), FC_OK, NULL);
+        EXPECT_TRUE("the replay ran to its end: (1.5 + 2) * 2 + 2 = 9", p.graph == NULL && out_is(&P0, 9.0f),
+                    "the break did not free it, or wrong numbers");
+        EXPECT("the freed graph is refused afterwards", fc_graph_launch(g), FC_ERR_INVALID_HANDLE, "already freed");
+    }
+
+    /* A context handle freed by a break of its own open capture: the break
+     * sees the dead handle; the capture is dropped, nothing recorded runs. */
+    memset(&p, 0, sizeof p);
+    fc_cuda_ctx *c = fc_cuda_init_device(0);
+    fc_buffer *y = c ? ct_upload_new(c, host_poison, N) : NULL;
+    EXPECT_TRUE("set up a context", c && y, "%s", fc_last_error());
+    if (c && y && fc_graph_begin_ctx(c) == FC_OK && fc_add_ctx(c, P0.a, P0.b, y, N) == FC_OK) {
+        int rc = fc_graph_break_ctx(c, frees_its_context, &p); /* (leaves the break's own error recorded) */
+        EXPECT_TRUE("a break that frees its context returns FC_OK", rc == FC_OK, "returned %d: %s", rc,
+                    fc_last_error());
+        EXPECT_TRUE("inside it the handle was already dead",
+                    p.calls == 1 && p.rc_after == FC_ERR_INVALID_HANDLE && strstr(p.msg, "already freed"),
+                    "calls %d, rc %d, \"%s\"", p.calls, p.rc_after, p.msg);
+        EXPECT("the handle is refused afterwards", ST_VALUE(fc_graph_is_capturing_ctx(c) == 0), FC_ERR_INVALID_HANDLE,
+               "already freed");
+        EXPECT("its buffer still downloads", fc_buffer_download(y, got, sizeof got), FC_OK, NULL);
+        EXPECT_TRUE("the recorded add never ran", ct_bits(got[0]) == CT_POISON_BITS, "got %g", (double)got[0]);
+    } else {
+        fc_cuda_ctx_free(c);
+    }
+    fc_buffer_free(y);
+    (void)fc_live_objects(&handles1, &contexts1);
+    EXPECT_TRUE("no handle or context left behind", handles1 == handles0 && contexts1 == contexts0,
+                "handles %zu -> %zu, contexts %zu -> %zu", handles0, handles1, contexts0, contexts1);
+    EXPECT_TRUE("contexts usable afterwards", all_usable(why, sizeof why), "%s", why);
+}
+
+/* ---- a lane left unjoined in a recording that captures ---- */
+
+static void unjoined_lane_in_a_captured_recording(fc_cuda_ctx *unused)
+{
+    (void)unused;
+    char why[512];
+    const int saved = fc_ctx_recording_mode(P0.ctx);
+    EXPECT("set FC_RECORDING_CAPTURE", fc_ctx_set_recording_mode(P0.ctx, FC_RECORDING_CAPTURE), FC_OK, NULL);
+    EXPECT("begin (captures)", fc_graph_begin_ctx(P0.ctx), FC_OK, NULL);
+    EXPECT("fork lane 1", fc_ctx_wait_lane(P0.lane1, P0.ctx), FC_OK, NULL);
+    EXPECT("add on lane 1", fc_add_ctx(P0.lane1, P0.a, P0.b, P0.big, N), FC_OK, NULL);
+    EXPECT("add on lane 0", fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N), FC_OK, NULL);
+    EXPECT("end with lane 1 not joined", ST_NEW(fc_graph_end_ctx(P0.ctx)), FC_ERR_CUDA, "UNJOINED");
+    EXPECT("not recording afterwards", ST_VALUE(fc_graph_is_capturing_ctx(P0.ctx) == 0), FC_OK, NULL);
+    EXPECT("lane 1 syncs", fc_sync_ctx(P0.lane1), FC_OK, NULL);
+    /* The same recording joined ends and replays. */
+    EXPECT("begin again", fc_graph_begin_ctx(P0.ctx), FC_OK, NULL);
+    EXPECT("fork, add, join", fork_add_join(), FC_OK, NULL);
+    EXPECT("add on lane 0 again", fc_add_ctx(P0.ctx, P0.a, P0.b, P0.out, N), FC_OK, NULL);
+    end_and_replay("joined: the recording ends and replays 3.5", 3.5f);
+    fc_clear_last_error();
+    if (fc_graph_is_capturing_ctx(P0.ctx)) (void)fc_graph_abort_ctx(P0.ctx);
+    EXPECT("restore p0's recording mode", fc_ctx_set_recording_mode(P0.ctx, saved), FC_OK, NULL);
+    EXPECT_TRUE("contexts usable afterwards", all_usable(why, sizeof why), "%s", why);
+}
+
+/* ---- calls inside a graph cache's record function ---- */
+
+enum {
+    M_END,
+    M_END_UPDATE,
+    M_END_UPDATE_NULL,
+    M_ABORT,
+    M_FOREIGN_BEGIN,
+    M_FOREIGN_END,
+    M_RECORD_FOREIGN,
+    M_BEGIN,
+    M_CAPTURE,
+    M_COUNT
+};
+
+typedef struct {
+    int misuse;
+    int calls; /* record function runs */
+    int st;    /* status of its misuse (under capture) */
+    int code;
+    char msg[512];
+} misuse_probe;
+
+static int misuse_record(fc_cuda_ctx *ctx, void *user)
+{
+    misuse_probe *m = (misuse_probe *)user;
+    int before = foreign_calls, st;
+    m->calls++;
+    if (fc_add_ctx(ctx, P0.a, P0.b, P0.out, N) != FC_OK) return 1;
+    fc_clear_last_error();
+    switch (m->misuse) {
+    case M_END: st = ST_NEW(fc_graph_end_ctx(ctx)); break;
+    case M_END_UPDATE: st = end_update(ctx, P0B.graph); break;
+    case M_END_UPDATE_NULL: st = end_update(ctx, NULL); break;
+    case M_ABORT: st = fc_graph_abort_ctx(ctx); break;
+    case M_FOREIGN_BEGIN: st = foreign_begin(ctx, TL); break;
+    case M_FOREIGN_END: st = fc_graph_foreign_end_ctx(ctx); break;
+    case M_RECORD_FOREIGN: st = record_foreign(ctx, TL, counting_foreign); break;
+    case M_BEGIN: st = fc_graph_begin_ctx(ctx); break;
+    default: st = capture(ctx, TL, record_add, 1); break;
+    }
+    m->st = foreign_calls != before ? ST_CALLBACK_RAN : st;
+    m->code = fc_last_error_code();
+    (void)fc_last_error_copy(m->msg, sizeof m->msg);
+    return 0; /* the work goes on: the cache's recording must survive */
+}
+
+/* A record function that ends, updates, aborts or opens a section in the
+ * cache's recording (or begins another) is refused, and the cache's
+ * capture goes on: the key is CAPTURED and its graph replays right. */
+static void cache_record_misuse(fc_cuda_ctx *unused)
+{
+    (void)unused;
+    static const char *const names[M_COUNT] = {"end",           "end_update",    "end_update(NULL)",
+                                               "abort",         "foreign_begin", "foreign_end",
+                                               "record_foreign", "begin",        "capture"};
+    char why[512], name[160];
+    for (int k = 0; k < M_COUNT; k++) {
+        misuse_probe m;
+        memset(&m, 0, sizeof m);
+        m.misuse = k;
+        const uint64_t key = 7000 + (uint64_t)k;
+        int outcome = 77;
+        EXPECT("poison p0.out", fc_buffer_upload(P0.out, host_poison, sizeof host_poison), FC_OK, NULL);
+        fc_clear_last_error();
+        int rc = fc_graph_cache_run(P0.cache, key, misuse_record, &m, NULL, &outcome);
+        snprintf(name, sizeof name, "%s in a cache's record function: the run captures", names[k]);
+        EXPECT_TRUE(name, rc == FC_OK && outcome == FC_CACHE_CAPTURED && m.calls == 1,
+                    "rc %d, outcome %d, record ran %d times: %s", rc, outcome, m.calls, fc_last_error());
+        snprintf(name, sizeof name, "%s in a cache's record function: refused", names[k]);
+        const char *kw = k >= M_BEGIN ? KW_OPEN : "graph cache's";
+        EXPECT_TRUE(name,
+                    m.st == FC_ERR_CAPTURE_STATE && m.code == FC_ERR_CAPTURE_STATE && ct_contains_any(m.msg, kw),
+                    "status %d (%s), code %d, message \"%s\" (want FC_ERR_CAPTURE_STATE, \"%s\")", m.st,
+                    ct_status_name(m.st), m.code, m.msg, kw);
+        snprintf(name, sizeof name, "%s in a cache's record function: the graph computes 3.5", names[k]);
+        EXPECT_TRUE(name, out_is(&P0, 3.5f), "p0.out is not 3.5 after the run");
+        outcome = 77;
+        EXPECT("and hits next time", fc_graph_cache_run(P0.cache, key, misuse_record, &m, NULL, &outcome), FC_OK,
+               NULL);
+        EXPECT_TRUE("a hit", outcome == FC_CACHE_HIT && m.calls == 1, "outcome %d, record ran %d times", outcome,
+                    m.calls);
+        EXPECT("remove the key", fc_graph_cache_remove(P0.cache, key), FC_OK, NULL);
+    }
+    fc_clear_last_error();
+    if (fc_graph_is_capturing_ctx(P0.ctx)) (void)fc_graph_abort_ctx(P0.ctx);
+    EXPECT_TRUE("contexts usable afterwards", all_usable(why, sizeof why), "%s", why);
+}
+
+/* ---- a graph cache whose context handle was freed ---- */
+
+static int counting_record_calls;
+
+static int counting_record(fc_cuda_ctx *ctx, void *user)
+{
+    (void)user;
+    counting_record_calls++;
+    return fc_add_ctx(ctx, P0.a, P0.b, P0.out, N);
+}
+
+static void cache_of_a_freed_context_handle(fc_cuda_ctx *unused)
+{
+    (void)unused;
+    char why[512];
+    fc_cuda_ctx *c = fc_cuda_init_device(0);
+    fc_graph_cache *cache = c ? fc_graph_cache_new(c, NULL) : NULL;
+    int outcome = 77;
+    EXPECT_TRUE("set up", c && cache, "%s", fc_last_error());
+    if (!cache) {
+        fc_cuda_ctx_free(c);
+        return;
+    }
+    EXPECT("a run before", fc_graph_cache_run(cache, 1, counting_record, NULL, NULL, &outcome), FC_OK, NULL);
+    fc_cuda_ctx_free(c);
+    counting_record_calls = 0;
+    outcome = 77;
+    EXPECT("a hit after the context handle was freed", fc_graph_cache_run(cache, 1, counting_record, NULL, NULL,
+                                                                          &outcome),
+           FC_ERR_INVALID_HANDLE, "free the cache before its context");
+    EXPECT("a new key after it", fc_graph_cache_run(cache, 2, counting_record, NULL, NULL, &outcome),
+           FC_ERR_INVALID_HANDLE, "already freed");
+    EXPECT_TRUE("no record function ran, outcome -1", counting_record_calls == 0 && outcome == -1,
+                "record ran %d times, outcome %d", counting_record_calls, outcome);
+    EXPECT("its statistics still read", fc_graph_cache_stats_get(cache, &(fc_graph_cache_stats){0}), FC_OK, NULL);
+    EXPECT("the cache frees", ST_VOID(fc_graph_cache_free(cache)), FC_OK, NULL);
     EXPECT_TRUE("contexts usable afterwards", all_usable(why, sizeof why), "%s", why);
 }
 
@@ -1780,6 +2342,9 @@ static const ct_case_def cases[] = {
     CT_CASE(launches),
     CT_CASE(modes),
     CT_CASE(order),
+    CT_CASE(wrong_kinds),
+    CT_CASE(null_outputs),
+    CT_CASE(lanes_and_conditionals),
     CT_CASE(cache_and_diagnostics),
     CT_CASE(capture_rules_inside_breaks),
     CT_CASE(failing_callbacks),
@@ -1788,6 +2353,10 @@ static const ct_case_def cases[] = {
     CT_CASE(conditionals),
     CT_CASE(stale_handles),
     CT_CASE(freed_context),
+    CT_CASE(freed_inside_their_own_calls),
+    CT_CASE(unjoined_lane_in_a_captured_recording),
+    CT_CASE(cache_record_misuse),
+    CT_CASE(cache_of_a_freed_context_handle),
     CT_CASE(out_of_memory_recovers),
 };
 
@@ -1803,6 +2372,7 @@ int main(int argc, char **argv)
     set_free(&D1);
     set_free(&ISO);
     set_free(&P0B);
+    CT_FREE_BUFFERS(F.odd, F.tiny);
     set_free(&P0);
     fc_buckets_free(F.buckets);
     ct_matrix_summary("bad-input matrix");

@@ -3,6 +3,8 @@
 #   - formatting, clippy and the API docs (`cargo doc`, warnings denied);
 #   - no raw driver call outside cuda-sys (scripts/check-raw-calls.sh: every
 #     call goes through cuda-sys's checked-call layer, cuda_sys::result);
+#   - docs/bad-input.md stays true (scripts/check-bad-input-table.sh: every
+#     test its table names exists and is run);
 #   - the Python tests of the benchmark report (bench/test_*.py, unittest);
 #   - the Rust workspace tests (GPU suites skip visibly without a driver);
 #   - the C ABI's handle table under AddressSanitizer (scripts/asan-handles.sh;
@@ -97,6 +99,7 @@ section python python3 -m unittest discover -s bench -p 'test_*.py'
 section clippy cargo clippy --workspace --all-targets -q -- -D warnings
 section docs env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q # the API docs, no broken or private links
 section raw-calls scripts/check-raw-calls.sh
+section bad-input scripts/check-bad-input-table.sh # every test docs/bad-input.md names exists and is run
 section rust cargo test --workspace --release
 section asan scripts/asan-handles.sh
 section miri scripts/miri.sh # fc-graph and capi unit tests under Miri (installs the component; skips visibly)

@@ -161,7 +161,13 @@ pub unsafe extern "C" fn fc_graph_cache_run(
         let c = cache(h)?;
         let record = record.ok_or_else(|| Error::invalid("record is NULL"))?;
         let ctx_handle = c.ctx_handle as *mut fc_cuda_ctx;
-        let cctx = ctx(ctx_handle)?;
+        let cctx = ctx(ctx_handle).map_err(|e| match e {
+            Error::InvalidHandle(m) => Error::InvalidHandle(format!(
+                "the cache's context handle, which its record function receives: {m}; free the cache before its \
+                 context"
+            )),
+            other => other,
+        })?;
         let (mode, max_tries) = c.cache.capture_settings()?;
         let record = || {
             // SAFETY: a C function of the fc_record_fn type, called with the

@@ -9,10 +9,14 @@
 //! or aborted from inside one of its own break functions (refused with
 //! [`Error::CaptureState`] instead of deadlocking), and a THREAD_LOCAL or
 //! GLOBAL one is ended, split and aborted only on the thread that opened it
-//! (the driver's rule; refused elsewhere, the recording intact).
+//! (the driver's rule; refused elsewhere, the recording intact). While a
+//! graph cache's recording is held, the C API's own calls cannot end,
+//! update or abort it, nor open foreign sections in it: only the cache
+//! ends it. A handle that holds no recording (a lane's, or another handle
+//! of the same context) says so when asked to end or split one.
 
 use std::os::raw::c_void;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use ::fc_graph::cache::{check_context, pool_delta, Backend, Built, Refresh};
@@ -47,6 +51,9 @@ pub(crate) struct CContext {
     held: Mutex<Option<Recording<LivePtr>>>,
     /// The live value breaks of the held recording receive while it records.
     capture_live: AtomicPtr<c_void>,
+    /// Whether the held recording is a graph cache's (set by the cache's
+    /// backend after it begins one, cleared when it leaves the slot).
+    cache_owned: AtomicBool,
 }
 
 impl std::ops::Deref for CContext {
@@ -69,7 +76,12 @@ impl Drop for CContext {
 
 impl CContext {
     pub(crate) fn new(ctx: Context) -> CContext {
-        CContext { ctx, held: Mutex::new(None), capture_live: AtomicPtr::new(std::ptr::null_mut()) }
+        CContext {
+            ctx,
+            held: Mutex::new(None),
+            capture_live: AtomicPtr::new(std::ptr::null_mut()),
+            cache_owned: AtomicBool::new(false),
+        }
     }
 
     fn held_slot(&self) -> Result<MutexGuard<'_, Option<Recording<LivePtr>>>> {
@@ -82,8 +94,38 @@ impl CContext {
         }
     }
 
-    fn no_capture() -> Error {
-        Error::capture_state("no capture is open on this context")
+    /// Why this handle holds no recording to `what`: none is open, or the
+    /// open one is held by another handle of the context (lane handles hold
+    /// none; `fc_ctx_lane(ctx, 0)` is a second handle of lane 0).
+    fn no_capture(&self, what: &str) -> Error {
+        let lane = self.ctx.lane_index();
+        if lane != 0 {
+            Error::capture_state(format!(
+                "{what} on lane {lane}: no capture is open on a lane handle; a recording begins, breaks and ends on \
+                 the context itself (lane 0)"
+            ))
+        } else if self.ctx.capture_open() {
+            Error::capture_state(format!(
+                "{what}: no capture is open on this handle; the context's open recording was begun through another \
+                 of its handles (fc_ctx_lane(ctx, 0) makes one): use that handle"
+            ))
+        } else {
+            Error::capture_state("no capture is open on this context")
+        }
+    }
+
+    /// Refuses the C API's own `what` (end, update, abort, a foreign
+    /// section) while the held recording is a graph cache's: only the
+    /// cache ends it, and its recordings have no foreign sections.
+    fn check_not_cache(&self, what: &str) -> Result<()> {
+        if self.cache_owned.load(Ordering::SeqCst) {
+            return Err(Error::capture_state(format!(
+                "{what}: the open recording is a graph cache's (fc_graph_cache_run), which only the cache ends \
+                 and which takes no foreign sections (they belong to recordings held by the context: \
+                 fc_graph_begin_ctx*, fc_graph_capture_ctx)"
+            )));
+        }
+        Ok(())
     }
 
     /// Opens a held recording; `capture_live` is the live value its breaks
@@ -94,6 +136,7 @@ impl CContext {
             return Err(Error::capture_state("a capture is already open on this context"));
         }
         *slot = Some(Recording::begin(&self.ctx, mode)?);
+        self.cache_owned.store(false, Ordering::SeqCst);
         self.capture_live.store(capture_live.0, Ordering::SeqCst);
         Ok(())
     }
@@ -107,22 +150,36 @@ impl CContext {
     /// leaving it held, on a thread that may not end it.
     fn take_held(&self, what: &str) -> Result<Recording<LivePtr>> {
         let mut slot = self.held_slot()?;
-        slot.as_ref().ok_or_else(Self::no_capture)?.check_thread(what)?;
-        slot.take().ok_or_else(Self::no_capture)
+        slot.as_ref().ok_or_else(|| self.no_capture(what))?.check_thread(what)?;
+        let rec = slot.take().ok_or_else(|| self.no_capture(what))?;
+        self.cache_owned.store(false, Ordering::SeqCst);
+        Ok(rec)
     }
 
-    /// Ends the held recording and instantiates it (see [`Recording::end`]).
+    /// Ends the held recording and instantiates it (see [`Recording::end`]):
+    /// `fc_graph_end_ctx`, refused while the recording is a graph cache's.
     pub(crate) fn end_held(&self) -> Result<Graph<LivePtr>> {
+        self.check_not_cache("end")?;
         self.take_held("end")?.end()
     }
 
-    /// Ends the held recording into `graph` (see [`Recording::end_update`]).
+    /// Ends the held recording into `graph` (see [`Recording::end_update`]):
+    /// `fc_graph_end_update_ctx`, refused while it is a graph cache's.
     pub(crate) fn end_held_update(&self, graph: &mut Graph<LivePtr>) -> Result<UpdateReport> {
+        self.check_not_cache("end_update")?;
         self.take_held("end")?.end_update(graph)
     }
 
-    /// Drops the held recording.
+    /// Drops the held recording: `fc_graph_abort_ctx`, refused while it is
+    /// a graph cache's.
     pub(crate) fn abort_held(&self) -> Result<()> {
+        self.check_not_cache("abort")?;
+        self.abort_own()
+    }
+
+    /// Drops the held recording, whoever began it (the recordings of
+    /// [`CContext::capture_held_with_retry`] and the graph cache's).
+    fn abort_own(&self) -> Result<()> {
         self.take_held("abort")?.abort();
         Ok(())
     }
@@ -153,9 +210,7 @@ impl CContext {
         }
         let mut slot = self.held_slot()?;
         let Some(rec) = slot.as_mut() else {
-            return Err(Error::capture_state(
-                "break: the open capture is a Rust one (Capture::brk splits it), not held by the C context",
-            ));
+            return Err(self.no_capture("break"));
         };
         rec.check_thread("split")?;
         let live = LivePtr(self.capture_live.load(Ordering::SeqCst));
@@ -165,19 +220,22 @@ impl CContext {
     /// Opens a foreign section in the held recording
     /// ([`Recording::foreign_begin`]) and returns the context's stream.
     pub(crate) fn foreign_held_begin(&self, mode: CaptureMode) -> Result<CUstream> {
-        self.held_slot()?.as_mut().ok_or_else(Self::no_capture)?.foreign_begin(mode)
+        self.check_not_cache("foreign section begin")?;
+        self.held_slot()?.as_mut().ok_or_else(|| self.no_capture("foreign section begin"))?.foreign_begin(mode)
     }
 
     /// Opens a foreign section on a lane of the context in the held
     /// recording ([`Recording::foreign_begin_on`]) and returns the lane's
     /// stream.
     pub(crate) fn foreign_held_begin_on(&self, lane: &Context, mode: CaptureMode) -> Result<CUstream> {
-        self.held_slot()?.as_mut().ok_or_else(Self::no_capture)?.foreign_begin_on(lane, mode)
+        self.check_not_cache("foreign section begin")?;
+        self.held_slot()?.as_mut().ok_or_else(|| self.no_capture("foreign section begin"))?.foreign_begin_on(lane, mode)
     }
 
     /// Ends the held recording's foreign section.
     pub(crate) fn foreign_held_end(&self) -> Result<()> {
-        self.held_slot()?.as_mut().ok_or_else(Self::no_capture)?.foreign_end()
+        self.check_not_cache("foreign section end")?;
+        self.held_slot()?.as_mut().ok_or_else(|| self.no_capture("foreign section end"))?.foreign_end()
     }
 
     /// Whether the held recording builds (`None`: none open, or busy).
@@ -200,7 +258,7 @@ impl CContext {
     {
         retry_invalidated(max_tries, || {
             self.record_held(mode, capture_live, &mut record)?;
-            self.end_held()
+            self.take_held("end")?.end()
         })
         .map(|(graph, tries)| Recaptured { graph, tries })
     }
@@ -220,7 +278,7 @@ impl CContext {
     {
         retry_invalidated(max_tries, || {
             self.record_held(mode, capture_live, &mut record)?;
-            self.end_held_update(graph)
+            self.take_held("end")?.end_update(graph)
         })
     }
 
@@ -236,7 +294,7 @@ impl CContext {
         self.begin_held(mode, capture_live)?;
         if let Err(e) = record(self) {
             let invalidated = self.held_slot()?.as_ref().is_some_and(Recording::is_invalidated);
-            let _ = self.abort_held();
+            let _ = self.abort_own();
             if invalidated && !e.is_capture_invalidated() {
                 return Err(Error::CaptureInvalidated { call: "the recording", detail: format!(" ({e})") });
             }
@@ -245,10 +303,14 @@ impl CContext {
         Ok(())
     }
 
-    /// Makes the held recording record its later breaks without running
-    /// them (the graph cache's recordings).
-    fn defer_held_breaks(&self) -> Result<()> {
-        self.held_slot()?.as_mut().map(Recording::defer_breaks).ok_or_else(Self::no_capture)
+    /// Makes the held recording a graph cache's: its later breaks are
+    /// recorded without running, and the C API's end, update, abort and
+    /// foreign sections are refused until the cache ends it.
+    fn hold_for_cache(&self) -> Result<()> {
+        let mut slot = self.held_slot()?;
+        slot.as_mut().map(Recording::defer_breaks).ok_or_else(|| self.no_capture("record"))?;
+        self.cache_owned.store(true, Ordering::SeqCst);
+        Ok(())
     }
 }
 
@@ -280,7 +342,7 @@ where
         let (cctx, record) = (self.cctx, &mut self.record);
         let (done, delta) = pool_delta(&cctx.ctx, || {
             cctx.capture_held_with_retry(self.mode, self.live, self.max_tries, |c| {
-                c.defer_held_breaks()?;
+                c.hold_for_cache()?;
                 record()
             })
         })?;
@@ -291,7 +353,7 @@ where
         let (cctx, record) = (self.cctx, &mut self.record);
         let ((report, _tries), delta) = pool_delta(&cctx.ctx, || {
             cctx.update_held_with_retry(self.mode, self.live, self.max_tries, graph, |c| {
-                c.defer_held_breaks()?;
+                c.hold_for_cache()?;
                 record()
             })
         })?;

@@ -141,6 +141,11 @@ impl Context {
                  stream: see RecordingMode), outside foreign sections",
             ));
         }
+        if self.recorder().sink().foreign_lane() == Some(self.lane_index()) {
+            return Err(Error::capture_state(
+                "a conditional node cannot begin on a lane whose foreign section is open; end the section first",
+            ));
+        }
         let s = support();
         if !s.if_while {
             return Err(Error::Unsupported { feature: "conditional nodes", needs: "a CUDA 12.3+ driver".into() });

@@ -17,6 +17,8 @@
  *   - Bad input (NULL, zero or overflowing sizes, wrong device, calls in
  *     the wrong capture state, garbage PTX...) gets a clear code and
  *     message and changes nothing: the context stays usable.
+ *     docs/bad-input.md lists each class of bad input with the status and
+ *     message it gets and the test that checks it.
  *   - Nothing in this library aborts the process or lets a panic escape,
  *     including calls made from thread-exit paths (pthread key or C++
  *     thread_local destructors, atexit handlers).
@@ -695,7 +697,9 @@ int fc_graph_record_foreign_ctx(fc_cuda_ctx *ctx, int mode, fc_foreign_fn fn, vo
  *     (the driver's cross-stream capture: every lane forked into it must be
  *     joined back to lane 0 before fc_graph_end_ctx, or the end fails).
  *   - A recording begins, breaks and ends on lane 0 (on a lane handle those
- *     are refused with FC_ERR_CAPTURE_STATE). A break ends the segment, so
+ *     are refused with FC_ERR_CAPTURE_STATE, as are end, break and abort on
+ *     a second handle of lane 0, fc_ctx_lane(ctx, 0), of a recording begun
+ *     through another handle). A break ends the segment, so
  *     every lane has finished when the break runs; lanes start again from
  *     the break. A foreign section captures one lane's stream (lane 0's, or
  *     the one fc_graph_foreign_begin_on_ctx names): the other lanes go on
@@ -910,6 +914,12 @@ size_t fc_buckets_for(const fc_buckets *buckets, size_t n);
  * (FC_ERR_CAPTURE_STATE), so a record function that queues its own work on
  * the stream needs a recording that captures (FC_RECORDING_CAPTURE, or
  * FC_RECORDING_AUTO with fc_ctx_stream() asked for, as cuBLAS users do).
+ * Only the cache ends its recording: while it is open, fc_graph_end_ctx,
+ * fc_graph_end_update_ctx, fc_graph_abort_ctx and the foreign-section calls
+ * on its context are refused (FC_ERR_CAPTURE_STATE) and the recording goes
+ * on. A cache whose context handle was freed fails every run with
+ * FC_ERR_INVALID_HANDLE (its record function would receive a dead handle):
+ * free the cache first.
  * A call that must capture (or run eagerly) is refused with
  * FC_ERR_CAPTURE_STATE while another capture is open on the context or the
  * calling thread is inside one of its break functions. */
