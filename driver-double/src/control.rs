@@ -11,7 +11,7 @@ use std::ffi::{c_char, c_int, c_void};
 
 use cuda_sys::*;
 
-use crate::{abi, report, state};
+use crate::{abi, calls, report, state};
 
 /// `cuGetProcAddress` (the 11.3 ABI).
 ///
@@ -134,10 +134,24 @@ pub unsafe fn abi_at(i: c_int, name: *mut *const c_char, version: *mut c_int) ->
     }
 }
 
+/// `fc_double_calls`: calls of the ABI at table index `i`.
+pub fn calls(i: c_int) -> c_int {
+    match usize::try_from(i).ok().and_then(|i| abi::table().get(i)) {
+        Some(a) => calls::count(a.name, a.version) as c_int,
+        None => 0,
+    }
+}
+
+/// `fc_double_last_called`: the table index of the ABI called last (-1:
+/// none since the last reset).
+pub fn last_called() -> c_int {
+    calls::last().and_then(|(name, version)| abi::index_of(name, version)).map(|i| i as c_int).unwrap_or(-1)
+}
+
 /// `fc_double_request`: request `i` (symbol into `buf`, version returned;
 /// -1 past the last).
 pub fn request(i: c_int, buf: *mut c_char, len: usize) -> c_int {
-    match usize::try_from(i).ok().and_then(|i| abi::requests().get(i).cloned()) {
+    match usize::try_from(i).ok().and_then(|i| calls::requests().get(i).cloned()) {
         Some((name, v)) => {
             copy_out(&name, buf, len);
             v
@@ -369,25 +383,25 @@ macro_rules! exports {
         /// Calls of the ABI at table index `i`.
         #[no_mangle]
         pub extern "C" fn fc_double_calls(i: c_int) -> c_int {
-            usize::try_from(i).map(|i| $crate::abi::calls(i) as c_int).unwrap_or(0)
+            $crate::control::calls(i)
         }
 
         /// The table index of the ABI called last (-1: none).
         #[no_mangle]
         pub extern "C" fn fc_double_last_called() -> c_int {
-            $crate::abi::last_called()
+            $crate::control::last_called()
         }
 
         /// Forgets which ABI ran last.
         #[no_mangle]
         pub extern "C" fn fc_double_reset_last_called() {
-            $crate::abi::reset_last_called()
+            $crate::calls::reset_last()
         }
 
         /// `cuGetProcAddress` requests so far.
         #[no_mangle]
         pub extern "C" fn fc_double_requests() -> c_int {
-            $crate::abi::requests().len() as c_int
+            $crate::calls::requests().len() as c_int
         }
 
         /// Request `i`: its symbol into `buf` (`len` bytes), its version returned (-1: none).
@@ -399,7 +413,7 @@ macro_rules! exports {
         /// Requests above the driver's version so far.
         #[no_mangle]
         pub extern "C" fn fc_double_over_requests() -> c_int {
-            $crate::abi::over_requests() as c_int
+            $crate::calls::over_requests() as c_int
         }
 
         /// Misuse reports kept.

@@ -37,6 +37,7 @@
 
 pub mod abi;
 pub mod api;
+pub mod calls;
 pub mod capture;
 pub mod config;
 pub mod context;

@@ -11,7 +11,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use cuda_sys::*;
 
-use crate::abi;
+use crate::calls;
 use crate::capture::Capture;
 use crate::config::Config;
 use crate::context::{Ctx, Device, Green, ResourceDesc};
@@ -216,7 +216,7 @@ fn before_init(call: &str) -> bool {
 /// failure, and runs `f`; a panic inside is reported and answered with
 /// `CUDA_ERROR_UNKNOWN` (nothing unwinds into C).
 pub fn entry(call: &'static str, version: i32, f: impl FnOnce(&mut State) -> R) -> CUresult {
-    abi::called(call, version);
+    calls::called(call, version);
     let latency = LATENCY.load(std::sync::atomic::Ordering::Relaxed);
     if latency > 0 {
         // Yields rather than sleeps: a sleep lasts at least the timer's
