@@ -46,6 +46,7 @@ pub mod exec;
 pub mod graph;
 pub mod handle;
 pub mod interp;
+pub mod kernel_run;
 pub mod kernels;
 pub mod link;
 pub mod memory;

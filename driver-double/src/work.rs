@@ -5,7 +5,8 @@ use std::collections::HashMap;
 
 use cuda_sys::*;
 
-use crate::kernels::{Fault, Model, Run};
+use crate::kernel_run::{Fault, Run};
+use crate::kernels::Model;
 use crate::state::{State, R};
 
 /// A kernel launch with its parameters copied (as the driver copies them
