@@ -173,11 +173,11 @@ pub fn misuse_at(i: c_int, buf: *mut c_char, len: usize) -> c_int {
 /// client's, "execs", "allocations", "links").
 pub fn live(kind: &str) -> i64 {
     state::with(|s| match kind {
-        "contexts" => s.ctxs.handles_where(|c| c.kind != crate::context::CtxKind::Primary).len() as i64,
+        "contexts" => s.ctxs.handles_where(|c| c.kind != crate::objects::context::CtxKind::Primary).len() as i64,
         "streams" => s.streams.handles_where(|x| !x.legacy).len() as i64,
         "events" => s.events.len() as i64,
         "modules" => s.modules.len() as i64,
-        "graphs" => s.graphs.handles_where(|g| g.owner == crate::graph::Owner::Client).len() as i64,
+        "graphs" => s.graphs.handles_where(|g| g.owner == crate::objects::graph::Owner::Client).len() as i64,
         "execs" => s.execs.len() as i64,
         "allocations" => s.memory.count() as i64,
         "links" => s.links.len() as i64,
@@ -215,7 +215,7 @@ pub fn node(n: u64, out: &mut [u64; 8]) -> c_int {
         let Ok(node) = s.nodes.get(n) else { return 0 };
         *out = [0; 8];
         out[0] = u64::from(node.kind.type_value());
-        if let crate::graph::NodeKind::Work(crate::work::Work::Kernel(l)) = &node.kind {
+        if let crate::objects::graph::NodeKind::Work(crate::objects::work::Work::Kernel(l)) = &node.kind {
             out[1] = l.func;
             out[2] = u64::from(l.grid[0]);
             out[3] = u64::from(l.block[0]);

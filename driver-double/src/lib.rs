@@ -8,22 +8,22 @@
 //!   [`abi`]), every ABI its own function, the ABIs fc-graph's table does
 //!   not use reported when called;
 //! - **N devices** (`FC_DOUBLE_DEVICES`, default 2) with primary, created
-//!   and green contexts, each thread's context stack ([`context`]);
+//!   and green contexts, each thread's context stack ([`sim::context`], [`thread`]);
 //! - **memory**: host memory stands in, so memsets, copies and kernels
 //!   really change bytes; every access is checked against its allocation
 //!   and device ([`memory`]);
 //! - **modules** of PTX, checked against the driver's ISA and the
-//!   device's architecture ([`ptx`], [`module`]); the JIT linker
-//!   ([`link`]); and **kernels run on the host** by name and signature
+//!   device's architecture ([`ptx`], [`sim::module`]); the JIT linker
+//!   ([`objects::link`]); and **kernels run on the host** by name and signature
 //!   ([`kernels`]): fc-graph's built-ins, the conditional setters, the C
 //!   suite's user kernels;
 //! - **streams and events**, work queued until something waits for it
-//!   ([`stream`]);
+//!   ([`sim::stream`]);
 //! - **graphs** built node by node, captured, instantiated, updated node
 //!   by node or whole, and replayed with real values, conditional nodes
-//!   included ([`graph`], [`exec`]);
+//!   included ([`sim::graph`], [`sim::exec`]);
 //! - **stream capture** and its rules on potentially unsafe calls: capture
-//!   modes, each thread's interaction mode, invalidation ([`capture`]).
+//!   modes, each thread's interaction mode, invalidation ([`sim::capture`]).
 //!
 //! What no correct client does is a **misuse** ([`report`]): reported on
 //! standard error at once and, unless taken back by a test, ending the
@@ -38,25 +38,20 @@
 pub mod abi;
 pub mod api;
 pub mod calls;
-pub mod capture;
 pub mod config;
-pub mod context;
 pub mod control;
-pub mod exec;
-pub mod graph;
 pub mod handle;
 pub mod interp;
 pub mod kernel_run;
 pub mod kernels;
-pub mod link;
 pub mod memory;
-pub mod module;
+pub mod objects;
 pub mod probe;
 pub mod ptx;
 pub mod report;
+pub mod sim;
 pub mod state;
-pub mod stream;
-pub mod work;
+pub mod thread;
 
 pub use probe::{fresh_copy, library, Build, Probe};
 
