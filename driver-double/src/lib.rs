@@ -40,6 +40,7 @@ pub mod api;
 pub mod calls;
 pub mod config;
 pub mod control;
+pub mod exports;
 pub mod handle;
 pub mod interp;
 pub mod kernel_run;
