@@ -1,12 +1,13 @@
 //! The double's ABI table: every (symbol, ABI version) of NVIDIA's history
 //! (`cuda-sys/tests/abi_history.txt`, checked against `cudaTypedefs.h` by
 //! cuda-sys's audit) is its own function, so a test can tell which ABI it
-//! was handed and which one ran; and `cuGetProcAddress`'s versioning
-//! contract, for a driver of version `D` asked for `symbol` at version `V`:
+//! was handed and which one ran (the counts, by symbol and version, are in
+//! [`crate::calls`]); and `cuGetProcAddress`'s versioning contract, for a
+//! driver of version `D` asked for `symbol` at version `V`:
 //!
-//! - `V > D` is counted (a loader must never ask it); a CUDA 13 driver
-//!   (`D >= 13000`) refuses it with `CUDA_ERROR_INVALID_VALUE`, older ones
-//!   go on with `min(V, D)`;
+//! - `V > D` is counted ([`crate::calls::over_requests`]: a loader must
+//!   never ask it); a CUDA 13 driver (`D >= 13000`) refuses it with
+//!   `CUDA_ERROR_INVALID_VALUE`, older ones go on with `min(V, D)`;
 //! - a symbol the driver does not have (unknown, or first ABI newer than
 //!   `D`) is not found (`CUDA_ERROR_NOT_FOUND`, status `SYMBOL_NOT_FOUND`);
 //! - below the symbol's first ABI: not found (`VERSION_NOT_SUFFICIENT`);
@@ -14,7 +15,8 @@
 //!
 //! The ABIs fc-graph's table uses are implemented ([`implementation`]);
 //! every other one is a stub whose call is a misuse (the loader resolved
-//! an ABI it must not use).
+//! an ABI it must not use). The table sits above the entry points it
+//! names ([`crate::api`]); nothing below imports it.
 
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CStr};

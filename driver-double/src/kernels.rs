@@ -8,7 +8,8 @@
 //! the interpreter ([`crate::interp`]). Both do what the PTX does, thread
 //! by thread: element kernels index `blockIdx.x * blockDim.x + threadIdx.x`
 //! and stop at `n`, so a grid smaller than `n` leaves the rest untouched,
-//! as on a GPU.
+//! as on a GPU; both reach memory and the graph's conditions through a
+//! [`Run`] ([`crate::kernel_run`]).
 //!
 //! A kernel the interpreter cannot run (barriers, shared memory, other
 //! calls) has no model: its launch is reported as a misuse.

@@ -34,6 +34,34 @@
 //! build has no `cuGetProcAddress_v2`, as those drivers have none); this
 //! crate exports nothing itself. Tests find them with [`probe::library`]
 //! and read their state through [`probe::Probe`].
+//!
+//! # Layers
+//!
+//! Each module imports only modules of the layers below it (no circles):
+//!
+//! 1. **Leaves**, importing nothing of the double: [`config`] (what the
+//!    environment asks for), [`handle`] (handle values and the tables that
+//!    hold objects), [`report`] (misuse reports), [`memory`] (device memory),
+//!    [`ptx`] (what a PTX module declares), [`thread`] (each thread's
+//!    context stack, capture mode and id), [`calls`] (calls per ABI,
+//!    `cuGetProcAddress`'s requests), and the test side, [`probe`].
+//! 2. **Kernels**: [`kernel_run`] (what a running kernel sees, why it
+//!    faults), below [`interp`] (the PTX interpreter), below [`kernels`]
+//!    (the native models and the [`kernels::Model`] of each function).
+//! 3. **Objects** ([`objects`]): the driver's objects as data (contexts,
+//!    streams and events, graphs, executables, modules, captures, links,
+//!    units of work) with the methods that need only the object.
+//! 4. **State** ([`state`]): the one [`state::State`] that holds every
+//!    object, its lock, and [`state::entry`], which every call goes
+//!    through.
+//! 5. **Behaviour** ([`sim`]): `impl State` blocks, one file per area; the
+//!    files import only the layers below, never each other.
+//! 6. **Entry points** ([`api`]): one `extern "C"` function per ABI, one
+//!    file per area.
+//! 7. **Tables and control**: [`abi`] (every ABI, implemented or a misuse
+//!    stub, and `cuGetProcAddress`'s contract), [`control`] (what the
+//!    `fc_double_*` functions do), and at the top [`exports`](mod@exports) (the macros
+//!    that define the libraries' exports).
 
 pub mod abi;
 pub mod api;

@@ -1,6 +1,12 @@
 //! The simulated driver's state (one per loaded copy of the library), the
 //! lock around it, and [`entry`]: what every driver call goes through.
 //!
+//! The state owns every object: its tables hold the types of
+//! [`crate::objects`], and a fresh state's devices, with their primary
+//! contexts and those contexts' legacy streams, are made here. What the
+//! driver does with the objects is in the `impl State` blocks of `sim/`
+//! and `api/`, above this module.
+//!
 //! One mutex guards everything: the double is a model, not a fast driver,
 //! and one lock makes every call atomic, as the checks below need. Nothing
 //! calls back into the client while the lock is held.
