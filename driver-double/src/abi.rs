@@ -1,12 +1,13 @@
 //! The double's ABI table: every (symbol, ABI version) of NVIDIA's history
 //! (`cuda-sys/tests/abi_history.txt`, checked against `cudaTypedefs.h` by
 //! cuda-sys's audit) is its own function, so a test can tell which ABI it
-//! was handed and which one ran; and `cuGetProcAddress`'s versioning
-//! contract, for a driver of version `D` asked for `symbol` at version `V`:
+//! was handed and which one ran (the counts, by symbol and version, are in
+//! [`crate::calls`]); and `cuGetProcAddress`'s versioning contract, for a
+//! driver of version `D` asked for `symbol` at version `V`:
 //!
-//! - `V > D` is counted (a loader must never ask it); a CUDA 13 driver
-//!   (`D >= 13000`) refuses it with `CUDA_ERROR_INVALID_VALUE`, older ones
-//!   go on with `min(V, D)`;
+//! - `V > D` is counted ([`crate::calls::over_requests`]: a loader must
+//!   never ask it); a CUDA 13 driver (`D >= 13000`) refuses it with
+//!   `CUDA_ERROR_INVALID_VALUE`, older ones go on with `min(V, D)`;
 //! - a symbol the driver does not have (unknown, or first ABI newer than
 //!   `D`) is not found (`CUDA_ERROR_NOT_FOUND`, status `SYMBOL_NOT_FOUND`);
 //! - below the symbol's first ABI: not found (`VERSION_NOT_SUFFICIENT`);
@@ -14,17 +15,16 @@
 //!
 //! The ABIs fc-graph's table uses are implemented ([`implementation`]);
 //! every other one is a stub whose call is a misuse (the loader resolved
-//! an ABI it must not use).
+//! an ABI it must not use). The table sits above the entry points it
+//! names ([`crate::api`]); nothing below imports it.
 
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CStr};
-use std::sync::atomic::{AtomicI32, AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use cuda_sys::*;
 
-use crate::api;
-use crate::report;
+use crate::{api, calls, report};
 
 /// The ABI history the double serves: `symbol versions...`, oldest first.
 pub const HISTORY: &str = include_str!("../../cuda-sys/tests/abi_history.txt");
@@ -222,46 +222,9 @@ fn index() -> &'static HashMap<(&'static str, i32), usize> {
     INDEX.get_or_init(|| table().iter().enumerate().map(|(i, a)| ((a.name, a.version), i)).collect())
 }
 
-/// Calls per ABI (by table index) and the last one called.
-static CALLS: [AtomicU32; STUBS] = [const { AtomicU32::new(0) }; STUBS];
-static LAST_CALLED: AtomicI32 = AtomicI32::new(-1);
-
-/// Counts a call of `name` at ABI `version`.
-pub fn called(name: &str, version: i32) {
-    if let Some(&i) = index().get(&(name, version)) {
-        CALLS[i].fetch_add(1, Ordering::Relaxed);
-        LAST_CALLED.store(i as i32, Ordering::Relaxed);
-    }
-}
-
-/// Calls of the ABI at table index `i`.
-pub fn calls(i: usize) -> u32 {
-    CALLS.get(i).map(|c| c.load(Ordering::Relaxed)).unwrap_or(0)
-}
-
-/// The table index of the ABI called last (-1: none).
-pub fn last_called() -> i32 {
-    LAST_CALLED.load(Ordering::Relaxed)
-}
-
-/// Forgets which ABI ran last.
-pub fn reset_last_called() {
-    LAST_CALLED.store(-1, Ordering::Relaxed);
-}
-
-/// Every `cuGetProcAddress` request: (symbol, requested version).
-static REQUESTS: Mutex<Vec<(String, i32)>> = Mutex::new(Vec::new());
-/// Requests above the driver's version.
-static OVER: AtomicUsize = AtomicUsize::new(0);
-
-/// The requests so far.
-pub fn requests() -> Vec<(String, i32)> {
-    REQUESTS.lock().unwrap_or_else(|e| e.into_inner()).clone()
-}
-
-/// Requests above the driver's version so far.
-pub fn over_requests() -> usize {
-    OVER.load(Ordering::Relaxed)
+/// The table index of `name` at ABI `version`.
+pub fn index_of(name: &str, version: i32) -> Option<usize> {
+    index().get(&(name, version)).copied()
 }
 
 /// `CU_GET_PROC_ADDRESS_*` statuses.
@@ -281,13 +244,10 @@ pub unsafe fn lookup(symbol: *const c_char, driver: i32, version: i32) -> (CUres
         // SAFETY: NUL-terminated (the caller's promise).
         Some(unsafe { CStr::from_ptr(symbol) }.to_string_lossy().into_owned())
     };
-    REQUESTS.lock().unwrap_or_else(|e| e.into_inner()).push((name.clone().unwrap_or_default(), version));
+    calls::requested(name.clone().unwrap_or_default(), version, name.is_some() && version > driver);
     let Some(name) = name else { return (CUDA_ERROR_INVALID_VALUE, std::ptr::null(), SYMBOL_NOT_FOUND) };
-    if version > driver {
-        OVER.fetch_add(1, Ordering::Relaxed);
-        if driver >= 13000 {
-            return (CUDA_ERROR_INVALID_VALUE, std::ptr::null(), SYMBOL_NOT_FOUND);
-        }
+    if version > driver && driver >= 13000 {
+        return (CUDA_ERROR_INVALID_VALUE, std::ptr::null(), SYMBOL_NOT_FOUND);
     }
     let cap = version.min(driver);
     let abis: Vec<&Abi> = table().iter().filter(|a| a.name == name).collect();

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use crate::kernels::{Fault, Run};
+use crate::kernel_run::{Fault, Run};
 use crate::ptx::Entry;
 
 /// A value type.

@@ -8,14 +8,13 @@
 //! the interpreter ([`crate::interp`]). Both do what the PTX does, thread
 //! by thread: element kernels index `blockIdx.x * blockDim.x + threadIdx.x`
 //! and stop at `n`, so a grid smaller than `n` leaves the rest untouched,
-//! as on a GPU.
+//! as on a GPU; both reach memory and the graph's conditions through a
+//! [`Run`] ([`crate::kernel_run`]).
 //!
 //! A kernel the interpreter cannot run (barriers, shared memory, other
 //! calls) has no model: its launch is reported as a misuse.
 
-use std::collections::HashMap;
-
-use crate::memory::{Access, Memory};
+use crate::kernel_run::{Fault, Run};
 use crate::ptx::{Entry, ParamType};
 
 /// How a kernel runs.
@@ -83,33 +82,6 @@ impl Native {
     }
 }
 
-/// Where a kernel runs: its device's memory, and the conditions of the
-/// graph launch it is part of (none outside a graph).
-pub struct Run<'a> {
-    /// Device memory.
-    pub memory: &'a Memory,
-    /// The device the kernel runs on.
-    pub device: usize,
-    /// The condition values of the executing graph, by handle.
-    pub conditions: Option<&'a mut HashMap<u64, u32>>,
-    /// The allocation the last access found: start, end (memory does not
-    /// change while a kernel runs).
-    pub last: std::cell::Cell<(u64, u64)>,
-}
-
-/// Why a kernel faulted.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Fault {
-    /// An access outside the kernel's device memory.
-    Memory(Access),
-    /// `cudaGraphSetConditional` on a handle the executing graph does not
-    /// own, or outside a graph.
-    Condition(u64),
-    /// A thread ran more instructions than a kernel of the double may (a
-    /// loop that never ends).
-    Runaway,
-}
-
 fn word<const N: usize>(params: &[u8], offset: usize) -> [u8; N] {
     let mut w = [0u8; N];
     if let Some(s) = params.get(offset..offset + N) {
@@ -119,59 +91,6 @@ fn word<const N: usize>(params: &[u8], offset: usize) -> [u8; N] {
 }
 
 impl Run<'_> {
-    /// `len` (at most 8) bytes of device memory at `p`, little endian.
-    pub fn load(&self, p: u64, len: usize) -> Result<u64, Fault> {
-        let at = self.ptr(p, len)?;
-        let mut w = [0u8; 8];
-        // SAFETY: `check` proved `len` bytes of a live allocation at `at`.
-        unsafe { std::ptr::copy_nonoverlapping(at, w.as_mut_ptr(), len.min(8)) };
-        Ok(u64::from_le_bytes(w))
-    }
-
-    /// Stores the low `len` (at most 8) bytes of `v` at `p`.
-    pub fn store(&self, p: u64, len: usize, v: u64) -> Result<(), Fault> {
-        let at = self.ptr(p, len)?;
-        // SAFETY: as in `load`.
-        unsafe { std::ptr::copy_nonoverlapping(v.to_le_bytes().as_ptr(), at, len.min(8)) };
-        Ok(())
-    }
-
-    fn ptr(&self, p: u64, len: usize) -> Result<*mut u8, Fault> {
-        let (start, end) = self.last.get();
-        if p >= start && p.checked_add(len as u64).is_some_and(|e| e <= end) {
-            return Ok(p as usize as *mut u8);
-        }
-        let at = self.memory.check(p, len, Some(self.device)).map_err(Fault::Memory)?;
-        if let Some((s, a)) = self.memory.find(p) {
-            self.last.set((s, s + a.size as u64));
-        }
-        Ok(at)
-    }
-
-    fn read_u32(&self, p: u64) -> Result<u32, Fault> {
-        let at = self.ptr(p, 4)?;
-        // SAFETY: `check` proved 4 bytes of a live allocation at `at`.
-        Ok(unsafe { at.cast::<u32>().read_unaligned() })
-    }
-
-    fn write_u32(&self, p: u64, v: u32) -> Result<(), Fault> {
-        let at = self.ptr(p, 4)?;
-        // SAFETY: as in `read_u32`.
-        unsafe { at.cast::<u32>().write_unaligned(v) };
-        Ok(())
-    }
-
-    /// `cudaGraphSetConditional(handle, value)` of the executing graph.
-    pub fn set_condition(&mut self, handle: u64, value: u32) -> Result<(), Fault> {
-        match self.conditions.as_deref_mut() {
-            Some(c) if c.contains_key(&handle) => {
-                c.insert(handle, value);
-                Ok(())
-            }
-            _ => Err(Fault::Condition(handle)),
-        }
-    }
-
     /// Runs `model` over `threads` threads (grid x block, x only: the
     /// models index in x) with the parameter buffer `params` laid out as
     /// `entry` declares.
@@ -280,7 +199,10 @@ impl Run<'_> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
     use super::*;
+    use crate::memory::Memory;
     use crate::ptx;
 
     const USER_PTX: &str = "\

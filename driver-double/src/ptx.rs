@@ -1,7 +1,7 @@
 //! What the double reads of a PTX module: its ISA version and target, its
 //! kernels with their parameter layouts, and the functions it declares
-//! `.extern`. Nothing is compiled: kernels run through host models
-//! ([`crate::kernels`]).
+//! `.extern`. Nothing is compiled here: the kernel models above this
+//! module (native, or the PTX interpreter) run what it parses.
 
 /// One kernel parameter.
 #[derive(Debug, Clone, PartialEq, Eq)]

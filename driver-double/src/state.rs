@@ -1,28 +1,34 @@
 //! The simulated driver's state (one per loaded copy of the library), the
 //! lock around it, and [`entry`]: what every driver call goes through.
 //!
+//! The state owns every object: its tables hold the types of
+//! [`crate::objects`], and a fresh state's devices, with their primary
+//! contexts and those contexts' legacy streams, are made here. What the
+//! driver does with the objects is in the `impl State` blocks of `sim/`
+//! and `api/`, above this module.
+//!
 //! One mutex guards everything: the double is a model, not a fast driver,
 //! and one lock makes every call atomic, as the checks below need. Nothing
 //! calls back into the client while the lock is held.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Mutex, MutexGuard};
 
 use cuda_sys::*;
 
-use crate::abi;
-use crate::capture::Capture;
+use crate::calls;
 use crate::config::Config;
-use crate::context::{Ctx, Device, Green, ResourceDesc};
-use crate::exec::Exec;
-use crate::graph::{Condition, Graph, Node};
 use crate::handle::{Bad, Kind, Table};
-use crate::link::Link;
 use crate::memory::Memory;
-use crate::module::{Func, Module};
-use crate::report;
-use crate::stream::{Event, Stream};
+use crate::objects::capture::Capture;
+use crate::objects::context::{Ctx, CtxKind, Device, Green, ResourceDesc};
+use crate::objects::exec::Exec;
+use crate::objects::graph::{Condition, Graph, Node};
+use crate::objects::link::Link;
+use crate::objects::module::{Func, Module};
+use crate::objects::stream::{Event, Stream};
+use crate::{report, thread};
 
 /// `CUDA_ERROR_ILLEGAL_STATE` (not in cuda-sys's subset).
 pub const CUDA_ERROR_ILLEGAL_STATE: CUresult = 401;
@@ -117,6 +123,44 @@ impl State {
     pub fn serial(&mut self) -> u64 {
         self.serial += 1;
         self.serial
+    }
+
+    /// Creates the configured devices and their (inactive) primary contexts.
+    pub fn make_devices(&mut self) {
+        for device in 0..self.cfg.devices {
+            let primary = self.new_ctx(device, CtxKind::Primary, false);
+            self.devices.push(Device { primary, primary_refs: 0 });
+        }
+    }
+
+    /// A new context of `device`, with its legacy stream.
+    pub fn new_ctx(&mut self, device: usize, kind: CtxKind, active: bool) -> u64 {
+        let serial = self.serial();
+        let ctx = self.ctxs.insert(serial, Ctx { device, kind, active, legacy: 0 });
+        let legacy = self.new_stream(ctx, 0, true);
+        if let Ok(c) = self.ctxs.get_mut(ctx) {
+            c.legacy = legacy;
+        }
+        ctx
+    }
+
+    /// A new stream of `ctx`.
+    pub fn new_stream(&mut self, ctx: u64, flags: u32, legacy: bool) -> u64 {
+        let serial = self.serial();
+        self.streams.insert(
+            serial,
+            Stream {
+                ctx,
+                flags,
+                legacy,
+                queue: VecDeque::new(),
+                last: 0,
+                capture: None,
+                deps: Vec::new(),
+                info_deps: Vec::new(),
+                error: None,
+            },
+        )
     }
 
     /// Reports a misuse in the call in progress and returns `code`.
@@ -216,7 +260,7 @@ fn before_init(call: &str) -> bool {
 /// failure, and runs `f`; a panic inside is reported and answered with
 /// `CUDA_ERROR_UNKNOWN` (nothing unwinds into C).
 pub fn entry(call: &'static str, version: i32, f: impl FnOnce(&mut State) -> R) -> CUresult {
-    abi::called(call, version);
+    calls::called(call, version);
     let latency = LATENCY.load(std::sync::atomic::Ordering::Relaxed);
     if latency > 0 {
         // Yields rather than sleeps: a sleep lasts at least the timer's
@@ -246,7 +290,7 @@ pub fn entry(call: &'static str, version: i32, f: impl FnOnce(&mut State) -> R) 
                 Ok(()) => CUDA_SUCCESS,
                 Err(code) => {
                     if s.cfg.trace {
-                        eprintln!("fc-driver-double: trace: {call} -> {code} (thread {})", crate::context::thread_id());
+                        eprintln!("fc-driver-double: trace: {call} -> {code} (thread {})", thread::thread_id());
                     }
                     code
                 }

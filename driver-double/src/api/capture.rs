@@ -1,13 +1,13 @@
-//! Stream capture's entry points (the rules are in [`crate::capture`]).
+//! Stream capture's entry points (the rules are in [`crate::sim::capture`]).
 
 use cuda_sys::*;
 
 use super::{edge_data, h, p};
-use crate::capture::Status;
-use crate::context;
-use crate::graph::Owner;
 use crate::handle::Kind;
+use crate::objects::capture::Status;
+use crate::objects::graph::Owner;
 use crate::state::{entry, out, slice};
+use crate::thread;
 
 /// `cuStreamBeginCapture` (10010).
 pub unsafe extern "C" fn cuStreamBeginCapture_v10010(stream: CUstream, mode: CUstreamCaptureMode) -> CUresult {
@@ -115,7 +115,7 @@ pub unsafe extern "C" fn cuThreadExchangeStreamCaptureMode_v10010(mode: *mut CUs
         if *m > CU_STREAM_CAPTURE_MODE_RELAXED {
             return Err(CUDA_ERROR_INVALID_VALUE);
         }
-        let previous = context::swap_thread_mode(*m);
+        let previous = thread::swap_thread_mode(*m);
         *m = previous;
         Ok(())
     })

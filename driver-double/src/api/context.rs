@@ -4,9 +4,10 @@
 use cuda_sys::*;
 
 use super::{h, p};
-use crate::context::{self, CtxKind};
 use crate::handle::Kind;
+use crate::objects::context::CtxKind;
 use crate::state::{entry, out, State, R};
+use crate::thread;
 
 impl State {
     /// A live, active context handle (misuse otherwise).
@@ -78,7 +79,7 @@ pub unsafe extern "C" fn cuCtxCreate_v3020(pctx: *mut CUcontext, flags: c_uint, 
         }
         s.gate_unsafe()?;
         let c = s.new_ctx(d, CtxKind::Created, true);
-        if !context::push(c) {
+        if !thread::push(c) {
             return Err(CUDA_ERROR_INVALID_VALUE);
         }
         *o = p(c);
@@ -98,8 +99,8 @@ pub unsafe extern "C" fn cuCtxDestroy_v4000(ctx: CUcontext) -> CUresult {
         s.gate_unsafe()?;
         s.tear_down_ctx(c);
         let _ = s.ctxs.remove(c);
-        if context::current() == c {
-            context::pop();
+        if thread::current() == c {
+            thread::pop();
         }
         Ok(())
     })
@@ -109,7 +110,7 @@ pub unsafe extern "C" fn cuCtxDestroy_v4000(ctx: CUcontext) -> CUresult {
 pub unsafe extern "C" fn cuCtxPushCurrent_v4000(ctx: CUcontext) -> CUresult {
     entry("cuCtxPushCurrent", 4000, |s| {
         let c = s.live_ctx(h(ctx))?;
-        if !context::push(c) {
+        if !thread::push(c) {
             return Err(CUDA_ERROR_INVALID_VALUE);
         }
         Ok(())
@@ -119,10 +120,10 @@ pub unsafe extern "C" fn cuCtxPushCurrent_v4000(ctx: CUcontext) -> CUresult {
 /// `cuCtxPopCurrent` (4000).
 pub unsafe extern "C" fn cuCtxPopCurrent_v4000(pctx: *mut CUcontext) -> CUresult {
     entry("cuCtxPopCurrent", 4000, |_| {
-        if context::current() == 0 {
+        if thread::current() == 0 {
             return Err(CUDA_ERROR_INVALID_CONTEXT);
         }
-        let c = context::pop();
+        let c = thread::pop();
         if !pctx.is_null() {
             *out(pctx)? = p(c);
         }
@@ -133,7 +134,7 @@ pub unsafe extern "C" fn cuCtxPopCurrent_v4000(pctx: *mut CUcontext) -> CUresult
 /// `cuCtxGetCurrent` (4000).
 pub unsafe extern "C" fn cuCtxGetCurrent_v4000(pctx: *mut CUcontext) -> CUresult {
     entry("cuCtxGetCurrent", 4000, |_| {
-        *out(pctx)? = p(context::current());
+        *out(pctx)? = p(thread::current());
         Ok(())
     })
 }
@@ -145,7 +146,7 @@ pub unsafe extern "C" fn cuCtxSetCurrent_v4000(ctx: CUcontext) -> CUresult {
         if c != 0 {
             s.live_ctx(c)?;
         }
-        context::set_current(c);
+        thread::set_current(c);
         Ok(())
     })
 }

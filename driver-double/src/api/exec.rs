@@ -4,11 +4,11 @@
 use cuda_sys::*;
 
 use super::{h, p, LaunchArgs};
-use crate::exec::{Plan, Step};
 use crate::handle::Kind;
+use crate::objects::exec::{Plan, Step};
+use crate::objects::stream::Op;
+use crate::objects::work::Work;
 use crate::state::{entry, input, out, State, R};
-use crate::stream::Op;
-use crate::work::Work;
 
 impl State {
     /// A live executable.
@@ -35,7 +35,7 @@ impl State {
     }
 
     /// `cuGraphExecUpdate`'s shared part: the status and the result.
-    fn exec_update(&mut self, exec: CUgraphExec, graph: CUgraph) -> R<Result<(), crate::exec::Refusal>> {
+    fn exec_update(&mut self, exec: CUgraphExec, graph: CUgraph) -> R<Result<(), crate::objects::exec::Refusal>> {
         let e = self.exec(exec)?;
         let g = self.graph(graph)?;
         self.update_exec(e, g)
@@ -195,7 +195,8 @@ pub unsafe extern "C" fn cuGraphExecMemsetNodeSetParams_v10020(
         {
             return Err(CUDA_ERROR_INVALID_VALUE);
         }
-        let new = crate::work::Memset { dst: m.dst, value: m.value, element: m.elementSize, width: m.width, ..old };
+        let new =
+            crate::objects::work::Memset { dst: m.dst, value: m.value, element: m.elementSize, width: m.width, ..old };
         let span = new.span().ok_or(CUDA_ERROR_INVALID_VALUE)?;
         if span > 0 {
             s.memory
@@ -219,7 +220,7 @@ pub unsafe extern "C" fn cuGraphExecChildGraphNodeSetParams_v11010(
         let step = s.exec_step(e, n)?;
         let c = s.graph(child)?;
         let current = match s.nodes.get(n).map(|x| &x.kind) {
-            Ok(crate::graph::NodeKind::Child(g)) => *g,
+            Ok(crate::objects::graph::NodeKind::Child(g)) => *g,
             _ => return Err(CUDA_ERROR_INVALID_VALUE),
         };
         if s.shape(current, &mut Vec::new())? != s.shape(c, &mut Vec::new())? {

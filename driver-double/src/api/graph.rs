@@ -4,10 +4,10 @@
 use cuda_sys::*;
 
 use super::{edge_data, h, p, LaunchArgs};
-use crate::graph::{Condition, EdgeData, Node, NodeKind, Owner};
 use crate::handle::Kind;
+use crate::objects::graph::{Condition, EdgeData, Node, NodeKind, Owner};
+use crate::objects::work::{Memset, Work};
 use crate::state::{entry, input, out, slice, State, CUDA_ERROR_LOSSY_QUERY, R};
-use crate::work::{Memset, Work};
 
 /// `CU_GRAPH_INSTANTIATE_FLAG_*` the double accepts (auto-free on launch,
 /// upload, use node priority); device launch is not simulated.

@@ -6,8 +6,8 @@
 use cuda_sys::*;
 
 use super::{h, p};
-use crate::context::{CtxKind, Green, ResourceDesc};
 use crate::handle::Kind;
+use crate::objects::context::{CtxKind, Green, ResourceDesc};
 use crate::state::{entry, out, slice};
 
 /// Where `CUdevSmResource::smCount` sits in a `CUdevResource`.

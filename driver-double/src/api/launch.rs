@@ -4,8 +4,8 @@
 use cuda_sys::*;
 
 use super::{h, LaunchArgs};
+use crate::objects::work::Work;
 use crate::state::{entry, input, slice, State, R};
-use crate::work::Work;
 
 /// `CU_LAUNCH_ATTRIBUTE_COOPERATIVE` and `_PRIORITY`.
 const ATTR_COOPERATIVE: u32 = 2;
@@ -26,7 +26,7 @@ impl State {
         }
         let v = h(stream);
         if v <= 2 {
-            if crate::context::current() != 0 {
+            if crate::thread::current() != 0 {
                 return self.stream(stream);
             }
             let f = self.funcs.get(h(func)).map_err(|b| self.bad_handle(b, crate::handle::Kind::Function, h(func)))?;

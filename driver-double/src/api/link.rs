@@ -4,8 +4,8 @@ use cuda_sys::*;
 
 use super::{h, p};
 use crate::handle::Kind;
-use crate::link::Link;
-use crate::module::{encode_cubin, read_image};
+use crate::objects::link::Link;
+use crate::objects::module::{encode_cubin, read_image};
 use crate::state::{entry, out, slice, State, R};
 
 /// `CUDA_ERROR_FILE_NOT_FOUND`.

@@ -3,10 +3,10 @@
 use cuda_sys::*;
 
 use super::p;
-use crate::graph::NodeKind;
+use crate::objects::graph::NodeKind;
+use crate::objects::stream::Op;
+use crate::objects::work::{Copy, Memset, Place, Work};
 use crate::state::{entry, out, slice, State, R};
-use crate::stream::Op;
-use crate::work::{Copy, Memset, Place, Work};
 
 /// `CU_POINTER_ATTRIBUTE_MEMORY_TYPE`, `_DEVICE_POINTER`, `_DEVICE_ORDINAL`.
 const ATTR_MEMORY_TYPE: u32 = 2;

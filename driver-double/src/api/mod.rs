@@ -26,9 +26,9 @@ pub mod stream;
 
 use cuda_sys::*;
 
-use crate::graph::EdgeData;
+use crate::objects::graph::EdgeData;
+use crate::objects::work::Launch;
 use crate::state::{slice, State, R};
-use crate::work::Launch;
 
 /// A handle's value.
 pub fn h<T>(p: *mut T) -> u64 {

@@ -4,7 +4,7 @@ use cuda_sys::*;
 
 use super::{h, p};
 use crate::handle::Kind;
-use crate::module::read_image;
+use crate::objects::module::read_image;
 use crate::state::{entry, out, slice};
 
 /// Writes `msg` into the JIT error log the options name, if any

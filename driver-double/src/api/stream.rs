@@ -4,8 +4,8 @@ use cuda_sys::*;
 
 use super::{h, p};
 use crate::handle::Kind;
+use crate::objects::stream::{Event, Op};
 use crate::state::{entry, out, State, R};
-use crate::stream::{Event, Op};
 
 /// `CU_EVENT_INTERPROCESS`.
 const EVENT_INTERPROCESS: u32 = 4;
@@ -96,7 +96,7 @@ pub unsafe extern "C" fn cuStreamWaitEvent_v3020(stream: CUstream, event: CUeven
                     s.invalidate(my);
                     return Err(CUDA_ERROR_STREAM_CAPTURE_ISOLATION);
                 }
-                if status == crate::capture::Status::Invalidated {
+                if status == crate::objects::capture::Status::Invalidated {
                     return Err(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
                 }
                 let st = s.streams.get_mut(v).map_err(|_| CUDA_ERROR_INVALID_HANDLE)?;
@@ -165,7 +165,7 @@ pub unsafe extern "C" fn cuEventRecord_v2000(event: CUevent, stream: CUstream) -
             ));
         }
         if let Some((id, status)) = s.capture_of(v) {
-            if status == crate::capture::Status::Invalidated {
+            if status == crate::objects::capture::Status::Invalidated {
                 return Err(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
             }
             let deps = s.streams.get(v).map(|x| x.deps.clone()).unwrap_or_default();

@@ -30,35 +30,11 @@
 
 use cuda_sys::*;
 
-use crate::context::thread_id;
-use crate::graph::{EdgeData, NodeKind, Owner};
+use crate::objects::capture::{Capture, Status};
+use crate::objects::graph::{EdgeData, NodeKind, Owner};
+use crate::objects::work::Work;
 use crate::state::{State, CUDA_ERROR_ILLEGAL_STATE, R};
-
-/// Whether a capture is still recording.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
-    /// Recording.
-    Active,
-    /// Invalidated: its end fails.
-    Invalidated,
-}
-
-/// A capture sequence.
-#[derive(Debug)]
-pub struct Capture {
-    /// The stream it began on (it must end there).
-    pub origin: u64,
-    /// Its mode.
-    pub mode: u32,
-    /// The thread that began it.
-    pub thread: u64,
-    /// The graph it records into.
-    pub graph: u64,
-    /// Whether the graph was the client's (`cuStreamBeginCaptureToGraph`).
-    pub to_graph: bool,
-    /// Its status.
-    pub status: Status,
-}
+use crate::thread::{thread_id, thread_mode};
 
 impl State {
     /// The mode a capture is taken in.
@@ -73,7 +49,7 @@ impl State {
     /// Refuses an unsafe call where the mode rules do, invalidating the
     /// captures that refuse it.
     pub fn gate_unsafe(&mut self) -> R {
-        let own = crate::context::thread_mode();
+        let own = thread_mode();
         // Against other threads' captures, the fault holds every thread to
         // GLOBAL whatever it set (their calls come unshielded).
         let cross = if self.cfg.faults.capture_global { CU_STREAM_CAPTURE_MODE_GLOBAL } else { own };
@@ -279,8 +255,7 @@ impl State {
         // is captured with a full edge.
         if programmatic && self.cfg.version >= 12030 {
             for (d, n) in data.iter_mut().zip(&nodes) {
-                let kernel =
-                    matches!(self.nodes.get(*n).map(|n| &n.kind), Ok(NodeKind::Work(crate::work::Work::Kernel(_))));
+                let kernel = matches!(self.nodes.get(*n).map(|n| &n.kind), Ok(NodeKind::Work(Work::Kernel(_))));
                 if kernel && d.is_default() {
                     *d = EdgeData {
                         from_port: CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC,

@@ -1,6 +1,6 @@
 //! The JIT linker: PTX inputs (from memory or files) and the device
 //! runtime library, linked into one of the double's cubins
-//! ([`crate::module::encode_cubin`]), which `cuModuleLoadDataEx` loads.
+//! ([`encode_cubin`](crate::objects::module::encode_cubin)), which `cuModuleLoadDataEx` loads.
 
 /// A link in progress.
 #[derive(Debug, Default)]

@@ -10,99 +10,17 @@
 //! streams and they for it (approximated: enqueueing on one runs the
 //! others' queued work first).
 
-use std::collections::VecDeque;
-use std::sync::Arc;
 use std::time::Instant;
 
 use cuda_sys::*;
 
-use crate::exec::Plan;
+use crate::handle::Kind;
+use crate::objects::context::CtxKind;
+use crate::objects::stream::Op;
 use crate::state::{State, R};
-use crate::work::Work;
-
-/// Queued work.
-#[derive(Debug)]
-pub enum Op {
-    /// Device work.
-    Work(Work),
-    /// An event's record.
-    Record(u64),
-    /// A wait for another stream's work up to a sequence number.
-    Wait {
-        /// The stream waited for.
-        stream: u64,
-        /// Its last operation to wait for.
-        seq: u64,
-    },
-    /// A graph launch: the executable and its plan at launch time.
-    Graph {
-        /// The executable.
-        exec: u64,
-        /// Its work when launched.
-        plan: Arc<Plan>,
-    },
-}
-
-/// A stream.
-#[derive(Debug)]
-pub struct Stream {
-    /// Its context.
-    pub ctx: u64,
-    /// `CU_STREAM_*` flags.
-    pub flags: u32,
-    /// Whether it is its context's legacy stream.
-    pub legacy: bool,
-    /// Queued operations with their sequence numbers.
-    pub queue: VecDeque<(u64, Op)>,
-    /// The last sequence number enqueued.
-    pub last: u64,
-    /// The capture sequence it is part of.
-    pub capture: Option<u64>,
-    /// Its dependencies in the capture (the nodes its next work follows).
-    pub deps: Vec<(u64, crate::graph::EdgeData)>,
-    /// The dependencies `cuStreamGetCaptureInfo` last handed out (their
-    /// memory stays valid until the next call on the stream).
-    pub info_deps: Vec<u64>,
-    /// A fault of its work, reported at its next synchronisation.
-    pub error: Option<CUresult>,
-}
-
-/// An event.
-#[derive(Debug)]
-pub struct Event {
-    /// Its context.
-    pub ctx: u64,
-    /// `CU_EVENT_*` flags.
-    pub flags: u32,
-    /// Its last record: the stream and sequence number, if any.
-    pub record: Option<(u64, u64)>,
-    /// When its last record ran.
-    pub done: Option<Instant>,
-    /// The capture its last record was made in, with the capture's
-    /// dependencies at that point.
-    pub captured: Option<(u64, Vec<(u64, crate::graph::EdgeData)>)>,
-}
+use crate::thread;
 
 impl State {
-    /// A new stream of `ctx`.
-    pub fn new_stream(&mut self, ctx: u64, flags: u32, legacy: bool) -> u64 {
-        let serial = self.serial();
-        self.streams.insert(
-            serial,
-            Stream {
-                ctx,
-                flags,
-                legacy,
-                queue: VecDeque::new(),
-                last: 0,
-                capture: None,
-                deps: Vec::new(),
-                info_deps: Vec::new(),
-                error: None,
-            },
-        )
-    }
-
     /// The stream a handle names in the current context: NULL and
     /// `CU_STREAM_LEGACY` its legacy stream, `CU_STREAM_PER_THREAD` too
     /// (the double keeps one default stream a context); else a live
@@ -113,8 +31,8 @@ impl State {
             let ctx = self.current_ctx()?;
             return Ok(self.ctxs.get(ctx).map(|c| c.legacy).unwrap_or(0));
         }
-        let s = self.streams.get(v).map_err(|b| self.bad_handle(b, crate::handle::Kind::Stream, v))?;
-        let current = crate::context::current();
+        let s = self.streams.get(v).map_err(|b| self.bad_handle(b, Kind::Stream, v))?;
+        let current = thread::current();
         if current != s.ctx {
             let same_device =
                 self.ctxs.get(current).map(|c| c.device).ok() == self.ctxs.get(s.ctx).map(|c| c.device).ok();
@@ -200,13 +118,11 @@ impl State {
     /// device's green contexts).
     pub fn flush_ctx(&mut self, ctx: u64) {
         let primary_device = match self.ctxs.get(ctx) {
-            Ok(c) if c.kind == crate::context::CtxKind::Primary => Some(c.device),
+            Ok(c) if c.kind == CtxKind::Primary => Some(c.device),
             _ => None,
         };
         let greens: Vec<u64> = match primary_device {
-            Some(d) => {
-                self.ctxs.handles_where(|c| matches!(c.kind, crate::context::CtxKind::Green(_)) && c.device == d)
-            }
+            Some(d) => self.ctxs.handles_where(|c| matches!(c.kind, CtxKind::Green(_)) && c.device == d),
             None => Vec::new(),
         };
         for s in self.streams.handles_where(|s| s.ctx == ctx || greens.contains(&s.ctx)) {

@@ -1,18 +1,13 @@
-//! Modules and their functions: PTX loaded (checked against the driver's
-//! ISA and the device's architecture), or the double's own "cubin" that
-//! its linker makes.
+//! Modules and their functions, and the images they load from: PTX text,
+//! or the double's own "cubin" that its linker makes (its encoding here).
 
 use cuda_sys::*;
 
 use crate::kernels::Model;
-use crate::ptx::{self, Entry};
-use crate::state::{State, R};
+use crate::ptx::Entry;
 
 /// The head of the images the double's linker makes.
 pub const CUBIN_MAGIC: &[u8] = b"FC-DOUBLE-CUBIN\n";
-
-/// The device runtime functions the double's JIT resolves at load.
-const DEVICE_RUNTIME: &[&str] = &["cudaGraphSetConditional"];
 
 /// A loaded module.
 #[derive(Debug)]
@@ -81,7 +76,7 @@ fn decode_cubin(b: &[u8]) -> Option<Image> {
 /// # Safety
 /// `image` points to a NUL-terminated text or to an image [`encode_cubin`]
 /// made, as the driver API requires of `cuModuleLoadDataEx`'s argument.
-pub unsafe fn read_image(image: *const u8) -> R<Image> {
+pub unsafe fn read_image(image: *const u8) -> Result<Image, CUresult> {
     if image.is_null() {
         return Err(CUDA_ERROR_INVALID_VALUE);
     }
@@ -107,74 +102,4 @@ pub unsafe fn read_image(image: *const u8) -> R<Image> {
     let text = unsafe { std::ffi::CStr::from_ptr(image.cast()) };
     let text = text.to_str().map_err(|_| CUDA_ERROR_INVALID_IMAGE)?;
     Ok(Image { ptx: vec![text.to_string()], device_runtime: false })
-}
-
-impl State {
-    /// Checks an image against the driver and the device of `ctx`, and
-    /// loads it into `ctx`: the module's handle, or the status with the
-    /// JIT's message.
-    pub fn load_module(&mut self, ctx: u64, image: Image) -> Result<u64, (CUresult, String)> {
-        let device_cc = self.cfg.cc.0 * 10 + self.cfg.cc.1;
-        let max_isa = self.cfg.max_ptx_isa();
-        let mut entries = Vec::new();
-        for text in &image.ptx {
-            let p = ptx::parse(text).map_err(|e| (CUDA_ERROR_INVALID_PTX, format!("ptxas fatal: {e}")))?;
-            if p.isa > max_isa {
-                return Err((
-                    CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
-                    format!(
-                        "PTX ISA {}.{} is newer than this driver ({}) compiles (at most {}.{})",
-                        p.isa / 10,
-                        p.isa % 10,
-                        self.cfg.version,
-                        max_isa / 10,
-                        max_isa % 10
-                    ),
-                ));
-            }
-            if p.target > device_cc {
-                return Err((
-                    CUDA_ERROR_NO_BINARY_FOR_GPU,
-                    format!(
-                        "PTX for sm_{} cannot run on a device of compute capability {}.{}",
-                        p.target,
-                        device_cc / 10,
-                        device_cc % 10
-                    ),
-                ));
-            }
-            for e in &p.externs {
-                let resolvable =
-                    DEVICE_RUNTIME.contains(&e.as_str()) && (image.device_runtime || self.cfg.version >= 12030);
-                if !resolvable {
-                    return Err((CUDA_ERROR_INVALID_PTX, format!("ptxas fatal: unresolved extern function '{e}'")));
-                }
-            }
-            entries.extend(p.entries.into_iter().map(|e| (e, p.isa)));
-        }
-        let owner = self.owner(ctx);
-        let serial = self.serial();
-        let module = self.modules.insert(serial, Module { ctx: owner, funcs: Vec::new() });
-        let mut funcs = Vec::new();
-        for (entry, isa) in entries {
-            let model = Model::for_entry(&entry);
-            let name = entry.name.clone();
-            let serial = self.serial();
-            let f = self.funcs.insert(serial, Func { module, ctx: owner, entry, model, isa });
-            funcs.push((name, f));
-        }
-        if let Ok(m) = self.modules.get_mut(module) {
-            m.funcs = funcs;
-        }
-        Ok(module)
-    }
-
-    /// Unloads a module (its functions become invalid).
-    pub fn unload_module(&mut self, module: u64) {
-        if let Ok(m) = self.modules.remove(module) {
-            for (_, f) in m.funcs {
-                let _ = self.funcs.remove(f);
-            }
-        }
-    }
 }
