@@ -177,7 +177,7 @@ fn child() {
     let graphs = g_long.raw_graphs();
     assert_eq!(graphs.len(), 1, "one segment");
     // SAFETY: the live source graph of `g_long`'s segment.
-    let edges = match unsafe { d.graph_edges(graphs[0]) } {
+    let edges = match unsafe { cuda_sys::result::graph::get_edges(d, graphs[0]) } {
         Some(Ok(e)) => e,
         other => panic!("cuGraphGetEdges: {other:?}"),
     };
