@@ -13,7 +13,6 @@
 //! [`crate::built_segment`] builds the ops into a graph and updates its
 //! nodes from a re-recording.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use smallvec::SmallVec;
@@ -23,6 +22,7 @@ use cuda_sys::*;
 use crate::driver::RawCtx;
 use crate::error::Result;
 use crate::nodes::{destroy_graph, ChildShape, LaunchSpec, MemsetRaw, WordLaunch};
+use crate::sync::shim::{AtomicBool, AtomicUsize, Ordering};
 use crate::sync::SpinLock;
 
 /// A graph the recording owns (a captured foreign section), destroyed on

@@ -6,16 +6,24 @@
 //! [`crate::capture_state`] keys by this part's address.
 
 use std::os::raw::c_void;
-use std::sync::{Mutex, MutexGuard};
 
 use crate::capture_state::{self, CaptureState, CtxKey};
 use crate::error::{Error, Result};
-use crate::sync::lock;
+use crate::sync::shim::{lock, Mutex, MutexGuard};
 
 /// The capture-state part of a context.
-#[derive(Debug, Default)]
+#[derive(Default)]
+#[cfg_attr(not(loom), derive(Debug))]
 pub(crate) struct CaptureControl {
     state: Mutex<CaptureState>,
+}
+
+/// loom's mutex has no `Debug`.
+#[cfg(loom)]
+impl std::fmt::Debug for CaptureControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CaptureControl").finish_non_exhaustive()
+    }
 }
 
 impl CaptureControl {
