@@ -189,6 +189,13 @@ impl<T> SpinLock<T> {
             }
         }
     }
+
+    /// Whether a thread holds the lock now (the loom models check that
+    /// every path lets go).
+    #[cfg(all(test, loom))]
+    pub(crate) fn is_locked(&self) -> bool {
+        self.locked.load(Ordering::Relaxed)
+    }
 }
 
 /// The holder of a [`SpinLock`]: the data, and the lock's release when
@@ -226,4 +233,27 @@ impl<T> Drop for SpinGuard<'_, T> {
         unsafe { ManuallyDrop::drop(&mut self.data) };
         self.lock.locked.store(false, Ordering::Release);
     }
+}
+
+/// Runs a loom model of `name` over every interleaving (up to
+/// `preemption_bound` preemptions when given; `LOOM_MAX_PREEMPTIONS` in the
+/// environment overrides it), then prints how many it explored:
+/// `loom: NAME: N interleavings, 0 failures` (a failure panics first, with
+/// loom's report).
+#[cfg(all(test, loom))]
+pub(crate) fn model(name: &str, preemption_bound: Option<usize>, f: impl Fn() + Sync + Send + 'static) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = preemption_bound;
+    }
+    let counted = runs.clone();
+    builder.check(move || {
+        counted.fetch_add(1, Ordering::Relaxed);
+        f();
+    });
+    let bound = builder.preemption_bound.map_or(String::new(), |b| format!(" (at most {b} preemptions)"));
+    println!("loom: {name}: {} interleavings{bound}, 0 failures", runs.load(Ordering::Relaxed));
 }
