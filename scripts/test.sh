@@ -10,7 +10,8 @@
 #   - the C ABI's handle table under AddressSanitizer (scripts/asan-handles.sh;
 #     skips visibly without a nightly toolchain);
 #   - Miri over the unit tests (scripts/miri.sh) and loom's models of the
-#     handle table and hazard pointers (scripts/loom.sh);
+#     handle table and hazard pointers, the recording sink and the break
+#     hand-off (scripts/loom.sh);
 #   - the release build of scripts/build.sh (libfcgraph.so/.a and fcgraph);
 #   - the C suite (ctest/run.sh: the engine's seed test, built unmodified,
 #     plus our own C tests) against target/release/libfcgraph.so;
@@ -103,7 +104,7 @@ section bad-input scripts/check-bad-input-table.sh # every test docs/bad-input.m
 section rust cargo test --workspace --release
 section asan scripts/asan-handles.sh
 section miri scripts/miri.sh # fc-graph and capi unit tests under Miri (installs the component; skips visibly)
-section loom scripts/loom.sh # capi's handle-table and hazard-pointer models under loom (every interleaving)
+section loom scripts/loom.sh # capi's handle-table and hazard-pointer models, fc-graph's sink and break hand-off models, under loom (every interleaving)
 section build scripts/build.sh # libfcgraph.so/.a and fcgraph, built as demo.sh and install.sh build them
 section ctest bash ctest/run.sh target/release
 section install bash ctest/install-check.sh

@@ -727,6 +727,37 @@ fn nested_capture_rejected() -> TestResult {
     Ok(())
 }
 
+/// A break function that panics, the unwinding caught by the caller: the
+/// recording stays open and records again (the next segment opened, so
+/// work launched until it ends is recorded and never runs eagerly), and
+/// its end fails, naming the panic; nothing recorded runs.
+fn a_break_that_panics_fails_the_recording() -> TestResult {
+    let Rig { ctx, mut rng, .. } = rig(7)?;
+    let n = 128;
+    let a = upload(&ctx, &rng.floats(n))?;
+    let out = upload(&ctx, &vec![SENTINEL; n])?;
+    let mut cap = ctx.begin_breakable::<()>(CaptureMode::ThreadLocal)?;
+    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        cap.brk(&(), |_, _| std::panic::resume_unwind(Box::new("the break function panics")))
+    }));
+    ensure!(unwound.is_err(), "the break's unwinding did not reach the caller");
+    ensure!(ctx.is_capturing(), "after the panicking break the context does not record");
+    ctx.add(&a, &a, &out, n)?;
+    expect_err(
+        "end after a panicking break",
+        cap.end().map(|_| ()),
+        |e| matches!(e, Error::Callback(m) if m.contains("panicked")),
+        "Error::Callback naming the panic",
+    )?;
+    ensure!(!ctx.capture_open(), "capture open after the failed end");
+    ctx.synchronize()?;
+    ensure!(
+        download(&out, n)?.iter().all(|&v| v == SENTINEL),
+        "the add launched after the panicking break ran eagerly"
+    );
+    Ok(())
+}
+
 /// Scrubbing zeroes rows [num_real, rows) in place across buffers, skips
 /// None, leaves unpadded buffers untouched; captured, it runs at replay
 /// only.
@@ -1570,6 +1601,7 @@ fn main() {
             t("multiple_breaks_chain", multiple_breaks_chain),
             t("six_break_chain_replay_equals_eager_fresh_inputs", six_break_chain_replay_equals_eager_fresh_inputs),
             t("nested_capture_rejected", nested_capture_rejected),
+            t("a_break_that_panics_fails_the_recording", a_break_that_panics_fails_the_recording),
             t("scrub_padding_tail", scrub_padding_tail_zeroes_tail),
             t("slice_to_real_tokens", slice_to_real_tokens),
             t("replay_matches_eager_across_buckets", replay_matches_eager_across_buckets),

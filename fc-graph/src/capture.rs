@@ -69,7 +69,9 @@ impl<L> Capture<L> {
     /// the context's stream, with `live`), records it, and opens the next
     /// segment. At replay `f` runs again between the two segments with the
     /// live value given to [`Graph::replay`]. Values `f` captured by move
-    /// stay frozen at their capture-time values.
+    /// stay frozen at their capture-time values. If `f` fails or panics now,
+    /// the capture fails (its end says so) and the next segment still
+    /// opens (see [`Recording::brk`]).
     pub fn brk<F>(&mut self, live: &L, f: F) -> Result<()>
     where
         F: Fn(&Context, &L) -> Result<()> + Send + Sync + 'static,

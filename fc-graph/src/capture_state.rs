@@ -19,13 +19,18 @@
 //!   stack, pushed and popped in strict LIFO order (also when a break
 //!   function unwinds), so replays of one graph on several threads at once
 //!   never see or restore each other's marks. "Inside a break function"
-//!   means: on this thread, inside a break function of this context.
+//!   means: on this thread, inside a break function of this context. The
+//!   stack's head is a thread-local of `crate::sync::shim` (loom's under
+//!   `--cfg loom`, one per model thread: the loom models of
+//!   `context/capture_control_loom_tests.rs` run replay breaks on two
+//!   threads against a recording's begin and end).
 
 use std::cell::Cell;
 use std::os::raw::c_void;
 use std::ptr;
 
 use crate::error::{Error, Result};
+use crate::sync::shim;
 
 /// An OS thread, identified without Rust's thread-locals (so it can be read
 /// on a thread that is exiting): its kernel thread id and name.
@@ -122,7 +127,7 @@ struct Frame {
     prev: *const Frame,
 }
 
-thread_local! {
+shim::thread_local! {
     /// The innermost frame of this thread's break stack (null: none). A
     /// `Cell` of a raw pointer: no destructor, so it stays readable on a
     /// thread that is exiting (a break replayed from a thread-exit path).

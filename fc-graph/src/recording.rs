@@ -22,6 +22,8 @@
 //!
 //! [`RecordingMode::Auto`]: crate::RecordingMode::Auto
 
+use std::panic::AssertUnwindSafe;
+
 use cuda_sys::result::stream;
 use cuda_sys::*;
 use smallvec::SmallVec;
@@ -312,7 +314,10 @@ impl<L> Recording<L> {
     }
 
     /// A break: ends the current segment, runs `f` once now with `live`
-    /// (unless breaks are deferred), records it and opens the next segment.
+    /// (unless breaks are deferred), records it and opens the next segment,
+    /// also when `f` fails (the error is returned) or unwinds (the
+    /// unwinding goes on after): either fails the recording, whose later
+    /// work is then recorded and discarded, never run eagerly.
     pub fn brk(&mut self, live: &L, f: BreakFn<L>) -> Result<()> {
         let ctx = self.ctx.clone();
         let ctx = &ctx;
@@ -339,13 +344,35 @@ impl<L> Recording<L> {
                 Err(e) => return Err(self.fail(e)),
             }
         }
-        let ran = if self.run_breaks { ctx.capture().run_paused(|| f(ctx, live)) } else { Ok(()) };
+        let ran = if self.run_breaks {
+            // An unwinding break function is held here until the next
+            // segment is open (see below), then goes on unwinding.
+            std::panic::catch_unwind(AssertUnwindSafe(|| ctx.capture().run_paused(|| f(ctx, live))))
+        } else {
+            Ok(Ok(()))
+        };
         self.pieces.push(Pending::Break(f));
-        // Reopen the next segment even after a failed break, so that work
-        // queued before `end` is recorded (and discarded), never run eagerly.
-        if self.built {
+        // Reopen the next segment even after a failed or unwound break, so
+        // that work queued before `end` is recorded (and discarded), never
+        // run eagerly (the hand-off loom checks: context/capture_control's
+        // `loom_` models).
+        let reopened = if self.built {
             ctx.recorder().sink().open();
-        } else if let Err(e) = begin_segment(ctx.cuda(), ctx.recorder(), ctx.stream(), self.mode) {
+            Ok(())
+        } else {
+            begin_segment(ctx.cuda(), ctx.recorder(), ctx.stream(), self.mode)
+        };
+        let ran = match ran {
+            Ok(ran) => ran,
+            Err(panic) => {
+                // The recording fails (its end says so), whoever catches
+                // the unwinding.
+                self.segment_open = reopened.is_ok();
+                self.fail(reopened.err().unwrap_or_else(|| Error::Callback("the break function panicked".into())));
+                std::panic::resume_unwind(panic);
+            }
+        };
+        if let Err(e) = reopened {
             return Err(self.fail(e));
         }
         self.segment_open = true;

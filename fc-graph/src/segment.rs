@@ -13,7 +13,6 @@
 //! [`crate::built_segment`] builds the ops into a graph and updates its
 //! nodes from a re-recording.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use smallvec::SmallVec;
@@ -23,7 +22,14 @@ use cuda_sys::*;
 use crate::driver::RawCtx;
 use crate::error::Result;
 use crate::nodes::{destroy_graph, ChildShape, LaunchSpec, MemsetRaw, WordLaunch};
+use crate::sync::shim::{AtomicBool, AtomicUsize, Ordering};
 use crate::sync::SpinLock;
+
+/// Loom's models of the sink (launches from several threads into one open
+/// segment, racing its close): `scripts/loom.sh`.
+#[cfg(all(test, loom))]
+#[path = "segment_loom_tests.rs"]
+mod loom_tests;
 
 /// A graph the recording owns (a captured foreign section), destroyed on
 /// drop in its context.
@@ -309,6 +315,17 @@ impl Open {
 /// order of launches from several threads. `repr(C)`, `active` first: in
 /// the context's shared state it lies beside the other fields every launch
 /// reads (see `crate::context::ContextInner`).
+///
+/// Why no launch is lost or taken twice: the open segment is reached only
+/// under its lock, and `active` and `foreign` change only under it too, so
+/// [`Sink::push`], which re-reads both under the lock, either pushes into
+/// the segment open then (each op once, in the order the lock was taken,
+/// so a thread's launches stay in its order) or refuses; a segment closed
+/// (taken under the lock) gets nothing after. Read without the lock,
+/// `active` only says whether to try. `hint` is a size, read relaxed. The
+/// loom models of `segment_loom_tests.rs` check this over every
+/// interleaving of launches from two threads, and of launches against a
+/// close and the next open.
 #[repr(C)]
 pub(crate) struct Sink {
     active: AtomicBool,
@@ -350,6 +367,13 @@ impl Sink {
     #[cfg(test)]
     pub(crate) fn hot_end() -> usize {
         std::mem::offset_of!(Sink, active) + std::mem::size_of::<AtomicBool>()
+    }
+
+    /// Whether both locks are free (the loom models check that every path
+    /// lets go).
+    #[cfg(all(test, loom))]
+    pub(crate) fn is_unlocked(&self) -> bool {
+        !self.open.is_locked() && !self.spare.is_locked()
     }
 
     /// Starts taking launches into a new segment (every lane starts at the

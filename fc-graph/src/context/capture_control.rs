@@ -4,18 +4,52 @@
 //! stream records only while no capture-time break runs, its first driver
 //! failure), and the per-thread break frames and live values that
 //! [`crate::capture_state`] keys by this part's address.
+//!
+//! A capture-time break hands over between two segments
+//! ([`crate::Recording::brk`], on the thread that splits the recording,
+//! which holds it `&mut`: one break of a recording at a time): the
+//! segment ends, the state pauses (under the lock), the function runs
+//! marked as in a break on that thread ([`CaptureControl::run_paused`]),
+//! the state resumes (a guard: also when the function unwinds), and the
+//! next segment opens (also when the function fails or unwinds; the
+//! recording then fails). Meanwhile the recording stays open, so another
+//! thread's begin is refused (the check and the begin are one hold of the
+//! lock: one recording per context); the stream does not record, so
+//! breaks reached now pass through and stream-synchronous work is
+//! allowed; launches run eagerly (the sink is closed). Only that break
+//! pauses and resumes the state; replay breaks on other threads only push
+//! frames on their own stacks, so no thread's break leaves a mark on
+//! another (no latch). The loom models of `capture_control_loom_tests.rs`
+//! check these steps, with this part, the real sink and the real frames,
+//! over every interleaving with another thread's begin, launch or replay
+//! break.
 
 use std::os::raw::c_void;
-use std::sync::{Mutex, MutexGuard};
 
 use crate::capture_state::{self, CaptureState, CtxKey};
 use crate::error::{Error, Result};
-use crate::sync::lock;
+use crate::sync::shim::{lock, Mutex, MutexGuard};
+
+/// Loom's models of the break-state hand-off (a recording's capture-time
+/// break against other threads' begins, launches and replay breaks):
+/// `scripts/loom.sh`.
+#[cfg(all(test, loom))]
+#[path = "capture_control_loom_tests.rs"]
+mod loom_tests;
 
 /// The capture-state part of a context.
-#[derive(Debug, Default)]
+#[derive(Default)]
+#[cfg_attr(not(loom), derive(Debug))]
 pub(crate) struct CaptureControl {
     state: Mutex<CaptureState>,
+}
+
+/// loom's mutex has no `Debug`.
+#[cfg(loom)]
+impl std::fmt::Debug for CaptureControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CaptureControl").finish_non_exhaustive()
+    }
 }
 
 impl CaptureControl {
