@@ -2,7 +2,8 @@
 # Builds, on a machine without a GPU, everything the GPU suite runs, into
 # .bundle/ (git-ignored):
 #   bin/        the demo, fc-bench and fcgraph
-#   tests/      the Rust test binaries of fc-graph and tests/
+#   tests/      the Rust test binaries of fc-graph and tests/, and the driver
+#               double (libfc_cuda_double*.so) that fc-graph's unit tests load
 #   lib/        libfcgraph.so and its soname link libfcgraph.so.0
 #   ctest/      the C suite (ctest/run.sh --build-only)
 #   prefix/     an install tree made by scripts/install.sh (library, header,
@@ -44,13 +45,17 @@ for t in fc-graph-fc_graph capi-fcgraph capi-no_driver tests-gpu_core tests-gpu_
   tests-gpu_coexist tests-gpu_cache tests-gpu_builder tests-gpu_recording tests-gpu_conditional tests-no_driver; do
   [ -x ".bundle/tests/$t" ] || { echo "build-gpu-bundle: test binary $t is missing" >&2; exit 1; }
 done
+# The driver double, beside the test binaries: fc-graph's unit tests load it
+# (the double's tests run on the GPU machine too, as on CI).
+cargo build --release -q -p fc-cuda-double-11 -p fc-cuda-double-12
+cp target/release/libfc_cuda_double.so target/release/libfc_cuda_double_11.so .bundle/tests/
 bash ctest/run.sh --build-only .bundle/ctest
 scripts/install.sh --no-build --no-debug-files --prefix "$PWD/.bundle/prefix"
 FC_REQUIRE_INSTALL_TOOLS=1 bash ctest/install-check.sh --prefix .bundle/prefix --build-only .bundle/consumers
 # Debug info stays here; the carried copies are stripped (size limit). The
 # libraries keep their symbol tables, so backtraces there name functions.
-strip .bundle/bin/* .bundle/tests/* .bundle/ctest/bin/* .bundle/prefix/bin/fcgraph .bundle/consumers/bin/*
-strip --strip-debug .bundle/lib/*.so .bundle/ctest/lib/*.so "$(readlink -f .bundle/prefix/lib/libfcgraph.so.0)"
+strip .bundle/bin/* .bundle/tests/tests-* .bundle/tests/capi-* .bundle/tests/fc-graph-* .bundle/ctest/bin/* .bundle/prefix/bin/fcgraph .bundle/consumers/bin/*
+strip --strip-debug .bundle/lib/*.so .bundle/ctest/lib/*.so .bundle/tests/*.so "$(readlink -f .bundle/prefix/lib/libfcgraph.so.0)"
 strip --strip-debug .bundle/prefix/lib/libfcgraph.a
 git describe --always --dirty > .bundle/COMMIT 2>/dev/null || echo unknown > .bundle/COMMIT
 du -sh .bundle

@@ -23,6 +23,10 @@
 #     11040, 12000, 12030 and 13000: the engine's seed test 5 times, and
 #     once more broken on purpose (it must fail), the C suite, the
 #     installed package's programs and the Rust GPU suites;
+#   - the fuzz targets (scripts/fuzz.sh, fuzz/: cargo-fuzz, nightly): C ABI
+#     call sequences on the driver double, PTX module loading, bucket lists
+#     and DOT file names, each for a fixed time from the committed seeds,
+#     and every input that once crashed, replayed;
 #   - the crates (scripts/check-crate.sh): `cargo package` of fc-cuda-sys
 #     and fc-graph, verified; fc-graph builds without bindgen/libclang, its
 #     package carries its PTX; fcgraph links neither fc-bench nor the C ABI.
@@ -95,7 +99,7 @@ section() {
   ROWS+=("$(printf '%-16s %5d passed, %3d failed, %3d skipped  (exit %d)' "$name" "$p" "$f" "$s" "$rc")")
 }
 
-section fmt cargo fmt --all -- --check
+section fmt sh -c "cargo fmt --all -- --check && cargo fmt --manifest-path fuzz/Cargo.toml -- --check"
 section python python3 -m unittest discover -s bench -p 'test_*.py'
 section clippy cargo clippy --workspace --all-targets -q -- -D warnings
 section docs env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q # the API docs, no broken or private links
@@ -108,6 +112,7 @@ section loom scripts/loom.sh # capi's handle-table and hazard-pointer models, fc
 section build scripts/build.sh # libfcgraph.so/.a and fcgraph, built as demo.sh and install.sh build them
 section ctest bash ctest/run.sh target/release
 section install bash ctest/install-check.sh
+section fuzz scripts/fuzz.sh # libFuzzer over C ABI call sequences, PTX loading, bucket lists and DOT file names, on the driver double (fixed times; the fixed crashes replayed)
 section double scripts/test-double.sh # two simulated GPUs: seed test x5, C suite, installed package, Rust GPU suites at 11040, 12000, 12030, 13000
 section crates scripts/check-crate.sh
 

@@ -447,6 +447,22 @@ fn node_counts_and_debug_dot() -> TestResult {
     let leftovers: Vec<_> =
         std::fs::read_dir(&dir).map_err(fail)?.filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
     ensure!(leftovers.len() == 1, "temporary files left: {leftovers:?}");
+    // File names that a suffix would spoil (found by fuzz/dot_names): the
+    // longest a file system takes (255 bytes), and one that is not UTF-8.
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let long = dir.join("d".repeat(251) + ".dot");
+        let odd = dir.join(std::ffi::OsStr::from_bytes(b"\xfb\xfe.dot"));
+        for p in [&long, &odd] {
+            g.debug_dot(p).map_err(|e| fail(format!("{}: {e}", p.display())))?;
+            let text = std::fs::read(p).map_err(fail)?;
+            ensure!(text.windows(7).filter(|w| w == b"digraph").count() == 2, "{}", p.display());
+            std::fs::remove_file(p).map_err(fail)?;
+        }
+        let leftovers: Vec<_> =
+            std::fs::read_dir(&dir).map_err(fail)?.filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
+        ensure!(leftovers.len() == 1, "temporary files left: {leftovers:?}");
+    }
     // Through the cache.
     let cache: GraphCache<u8> = GraphCache::new(&s.ctx, config()).map_err(fail)?;
     ensure!(cache.debug_dot(&1, &path).is_err(), "no graph for key 1 yet");

@@ -453,7 +453,8 @@ impl<L> Graph<L> {
     /// topology with the parameters of its last instantiation. Needs a CUDA 11.3+ driver
     /// ([`Error::Unsupported`] otherwise); a path that cannot be created is
     /// an [`Error::InvalidArgument`]. Per-segment files are written next to
-    /// `path` (`<path>.fc-piece<i>.tmp`) and removed again.
+    /// `path` (`.fc-piece<i>-<pid>-<n>.tmp`, a short name whatever the
+    /// length of `path`'s) and removed again.
     pub fn debug_dot(&self, path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
         let io = |what: &str, p: &Path, e: std::io::Error| Error::invalid(format!("{what} {}: {e}", p.display()));
@@ -472,9 +473,7 @@ impl<L> Graph<L> {
             for (i, piece) in self.pieces.iter().enumerate() {
                 match piece {
                     Piece::Segment(Some(e)) => {
-                        let mut tmp = path.as_os_str().to_owned();
-                        tmp.push(format!(".fc-piece{i}.tmp"));
-                        let tmp = PathBuf::from(tmp);
+                        let tmp = dot_piece_path(path, i);
                         let c_tmp = CString::new(tmp.as_os_str().as_bytes())
                             .map_err(|_| Error::invalid(format!("path {} contains a NUL byte", path.display())))?;
                         temps.push(tmp.clone());
@@ -533,6 +532,21 @@ impl<L> Graph<L> {
             }
         }
         Ok(())
+    }
+}
+
+/// The file segment `i`'s DOT goes to on its way into `path`: in `path`'s
+/// folder (which is writable, as `path` was just created there), under a
+/// short name of its own, so that neither a long file name (past the
+/// file system's 255 bytes once a suffix is added) nor another thread's
+/// call writing the same path makes it fail.
+fn dot_piece_path(path: &Path, i: usize) -> PathBuf {
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = format!(".fc-piece{i}-{}-{n}.tmp", std::process::id());
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.join(name),
+        _ => PathBuf::from(name),
     }
 }
 

@@ -809,7 +809,7 @@ size_t fc_graph_segment_node_count(const fc_graph *graph, size_t index);
  * segments appear as comments only (`dot -Tsvg file` renders every digraph).
  * A segment updated in place (fc_graph_end_update_ctx) shows its topology
  * with the parameters of its last instantiation.
- * Per-segment files `<path>.fc-piece<i>.tmp` are written next to it and
+ * Per-segment files `.fc-piece<i>-<pid>-<n>.tmp` are written next to it and
  * removed. FC_ERR_UNSUPPORTED on drivers before CUDA 11.3,
  * FC_ERR_INVALID_ARGUMENT when `path` is NULL or cannot be written. */
 int fc_graph_debug_dot(const fc_graph *graph, const char *path);

@@ -497,9 +497,12 @@ pub unsafe extern "C" fn cuGraphDebugDotPrint_v11030(graph: CUgraph, path: *cons
             return Err(CUDA_ERROR_INVALID_VALUE);
         }
         // SAFETY: a NUL-terminated path (the call's contract).
-        let path = unsafe { std::ffi::CStr::from_ptr(path) }.to_string_lossy().into_owned();
+        let path = unsafe { std::ffi::CStr::from_ptr(path) };
+        // The path's bytes as they are, as the driver's fopen takes them
+        // (a lossy UTF-8 copy would write another file).
+        let path = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path.to_bytes());
         let text = s.dot(g);
-        std::fs::write(&path, text).map_err(|_| 304)
+        std::fs::write(path, text).map_err(|_| 304)
     })
 }
 
