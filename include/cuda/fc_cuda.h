@@ -44,7 +44,7 @@
  *     library on any thread).
  *   - Cost: each handle a call takes is checked once, with a hazard
  *     pointer on the calling thread's own record (no counter shared with
- *     other threads): about 13 ns for a call taking one handle on an H200
+ *     other threads): about 5 ns for a call taking one handle on an H200
  *     host; a call taking several (fc_add_ctx takes four) pays one fence
  *     for all. A re-capture of 26 to 2,600 element-wise kernels through
  *     this API costs 1.04-1.15x the bare driver calls, through the Rust API
