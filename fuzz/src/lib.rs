@@ -7,7 +7,7 @@
 //! through `FC_CUDA_LIBRARY`, else in the project's `target/release`
 //! (scripts/fuzz.sh builds it there). Its settings come from the
 //! environment as in every other test (`FC_DOUBLE_DRIVER_VERSION`,
-//! `FC_DOUBLE_DEVICES`, default here 2 devices of 64 MiB each).
+//! `FC_DOUBLE_DEVICES`, default here 2 devices of 8 MiB each).
 
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::os::raw::c_void;
@@ -92,7 +92,9 @@ pub fn double() -> &'static Double {
                 std::env::set_var("FC_DOUBLE_DEVICES", "2");
             }
             if std::env::var_os("FC_DOUBLE_MEMORY_MB").is_none() {
-                std::env::set_var("FC_DOUBLE_MEMORY_MB", "64");
+                // Small devices: out of memory is reached, and no kernel
+                // runs over more than 2 Mi floats on the host.
+                std::env::set_var("FC_DOUBLE_MEMORY_MB", "8");
             }
         }
         // SAFETY: the double's initialisers only register an exit hook.
