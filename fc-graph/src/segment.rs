@@ -29,7 +29,7 @@ use crate::sync::SpinLock;
 /// segment, racing its close): `scripts/loom.sh`.
 #[cfg(all(test, loom))]
 #[path = "segment_loom_tests.rs"]
-mod loom_tests;
+pub(crate) mod loom_tests;
 
 /// A graph the recording owns (a captured foreign section), destroyed on
 /// drop in its context.

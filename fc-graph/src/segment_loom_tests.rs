@@ -18,8 +18,9 @@ use super::{Op, Ops, Sink};
 use crate::sync::model;
 
 /// The fill addresses of `ops`, in order (each model's ops are fills
-/// whose address names the thread and the launch).
-fn dsts(ops: &Ops) -> Vec<u64> {
+/// whose address names the thread and the launch; the break hand-off's
+/// models read theirs with it too).
+pub(crate) fn dsts(ops: &Ops) -> Vec<u64> {
     ops.list
         .iter()
         .map(|o| match o {

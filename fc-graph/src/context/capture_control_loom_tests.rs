@@ -27,7 +27,8 @@ use loom::thread;
 use super::CaptureControl;
 use crate::error::Result;
 use crate::segment::tests::memset;
-use crate::segment::{Op, Ops, Sink};
+use crate::segment::loom_tests::dsts;
+use crate::segment::{Ops, Sink};
 use crate::sync::model;
 
 /// The parts of a context the hand-off touches, and the model's record of
@@ -124,17 +125,6 @@ impl Rec<'_> {
         assert!(state.is_recording() && !state.is_paused(), "{state:?}");
         assert!(self.m.sink.is_active(), "the next segment takes launches");
     }
-}
-
-/// The fill addresses of `ops`, in order.
-fn dsts(ops: &Ops) -> Vec<u64> {
-    ops.list
-        .iter()
-        .map(|o| match o {
-            Op::Memset(m) => m.dst,
-            _ => u64::MAX,
-        })
-        .collect()
 }
 
 /// What a break function checks inside: it runs marked, the stream does
