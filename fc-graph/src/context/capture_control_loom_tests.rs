@@ -26,8 +26,8 @@ use loom::thread;
 
 use super::CaptureControl;
 use crate::error::Result;
-use crate::segment::tests::memset;
 use crate::segment::loom_tests::dsts;
+use crate::segment::tests::memset;
 use crate::segment::{Ops, Sink};
 use crate::sync::model;
 
